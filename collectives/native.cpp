@@ -1,0 +1,12 @@
+#include "collectives/native.hpp"
+
+#include "collectives/mpi_error.hpp"
+
+namespace tb {
+
+void NativeAlltoallw::run(const AlltoallwArgs& a) {
+  TB_MPI_CHECK(PMPI_Alltoallw(a.sendbuf, a.sendcounts, a.sdispls, a.sendtypes, a.recvbuf, a.recvcounts,
+                              a.rdispls, a.recvtypes, a.comm));
+}
+
+}  // namespace tb

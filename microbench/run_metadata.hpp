@@ -1,0 +1,26 @@
+// What every result row carries (DESIGN.md): MPI library and version, ranks and nodes, the
+// hwloc summary of the machine, the environment that steers MPI and UCX, and the git commit.
+#pragma once
+
+#include <mpi.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace tb {
+
+const char* git_commit();
+
+// The first line of MPI_Get_library_version, e.g. "MPICH Version: 4.0.2".
+std::string mpi_library_version();
+
+// Collective over comm. Keys: mpi_library, mpi_library_full, mpi_standard, ranks, nodes,
+// max_ranks_per_node, host, hwloc{cores, pus, numa_nodes, packages}, environment{...},
+// git_commit, compiler, timestamp_utc.
+nlohmann::json run_metadata(MPI_Comm comm);
+
+// The environment variables that change what MPI and UCX do, "NAME=value;NAME=value".
+std::string relevant_environment_text(const nlohmann::json& metadata);
+
+}  // namespace tb

@@ -1,0 +1,90 @@
+// SubarrayRedistribution: the whole redistribution is ONE MPI_Alltoallw. For each peer the send
+// type is the subarray of the input array that goes to it and the receive type the subarray of
+// the output array that comes from it; counts are 1 (0 for empty boxes) and displacements 0.
+// No local transposes: the datatypes describe the rearrangement.
+#include "collectives/mpi_error.hpp"
+#include "collectives/registry.hpp"
+#include "redistribute/redistribution.hpp"
+
+#include <climits>
+
+namespace tb {
+namespace {
+
+// The subarray type of `box` in a C-order array of `shape`, or the plain element type with
+// count 0 when the box is empty (MPI subarrays cannot describe empty boxes or arrays).
+void make_box_type(const std::vector<std::int64_t>& shape, const Box& box, MPI_Datatype element, int& count,
+                   MPI_Datatype& type) {
+  if (box.count() == 0) {
+    count = 0;
+    type = element;
+    return;
+  }
+  std::vector<int> sizes, subsizes, starts;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] > INT_MAX)
+      throw std::invalid_argument("SubarrayRedistribution: local axis length " + std::to_string(shape[k]) +
+                                  " exceeds MPI's int range");
+    sizes.push_back(static_cast<int>(shape[k]));
+    subsizes.push_back(static_cast<int>(box.size[k]));
+    starts.push_back(static_cast<int>(box.start[k]));
+  }
+  TB_MPI_CHECK(MPI_Type_create_subarray(static_cast<int>(shape.size()), sizes.data(), subsizes.data(), starts.data(),
+                                        MPI_ORDER_C, element, &type));
+  try {
+    TB_MPI_CHECK(MPI_Type_commit(&type));
+  } catch (...) {
+    MPI_Type_free(&type);
+    throw;
+  }
+  count = 1;
+}
+
+}  // namespace
+
+SubarrayRedistribution::SubarrayRedistribution(const Pencil& in, const Pencil& out, ElementType type,
+                                               std::string_view algorithm)
+    : SubarrayRedistribution(in, out, type, make_alltoallw(algorithm)) {}
+
+SubarrayRedistribution::SubarrayRedistribution(const Pencil& in, const Pencil& out, ElementType type,
+                                               std::unique_ptr<AlltoallwAlgorithm> algorithm)
+    : Redistribution(in, out, type), algorithm_(std::move(algorithm)) {
+  if (!algorithm_) throw std::invalid_argument("SubarrayRedistribution: no Alltoallw algorithm");
+  const auto n = static_cast<std::size_t>(peers());
+  send_counts_.assign(n, 0);
+  recv_counts_.assign(n, 0);
+  zero_displs_.assign(n, 0);
+  send_types_.assign(n, MPI_DATATYPE_NULL);
+  recv_types_.assign(n, MPI_DATATYPE_NULL);
+  try {
+    for (int p = 0; p < peers(); ++p) {
+      make_box_type(in.local_shape(), send_box(p), mpi_datatype(type), send_counts_[p], send_types_[p]);
+      make_box_type(out.local_shape(), recv_box(p), mpi_datatype(type), recv_counts_[p], recv_types_[p]);
+    }
+  } catch (...) {
+    free_types();
+    throw;
+  }
+}
+
+SubarrayRedistribution::~SubarrayRedistribution() { free_types(); }
+
+void SubarrayRedistribution::free_types() noexcept {
+  for (auto* types : {&send_types_, &recv_types_})
+    for (MPI_Datatype& t : *types)
+      if (t != MPI_DATATYPE_NULL && t != mpi_datatype(element_type())) MPI_Type_free(&t);
+}
+
+std::string SubarrayRedistribution::method() const { return "alltoallw:" + std::string(algorithm_->name()); }
+
+void SubarrayRedistribution::do_forward(const void* in, void* out) {
+  algorithm_->run({in, send_counts_.data(), zero_displs_.data(), send_types_.data(), out, recv_counts_.data(),
+                   zero_displs_.data(), recv_types_.data(), comm()});
+}
+
+void SubarrayRedistribution::do_backward(const void* out, void* in) {
+  algorithm_->run({out, recv_counts_.data(), zero_displs_.data(), recv_types_.data(), in, send_counts_.data(),
+                   zero_displs_.data(), send_types_.data(), comm()});
+}
+
+}  // namespace tb

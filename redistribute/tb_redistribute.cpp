@@ -1,0 +1,225 @@
+// tb-redistribute: plans one redistribution of a d-dimensional array between two pencils,
+// verifies it (forward and back) against the global-index pattern, and times it next to the
+// memory-copy floor (one memcpy of the local array) with the testbed's timing method.
+//
+//   mpiexec -n 2 tb-redistribute --shape 128,128,128 --type c64 --method native,local_remap
+#include "collectives/mpi_error.hpp"
+#include "collectives/registry.hpp"
+#include "microbench/run_metadata.hpp"
+#include "microbench/timing.hpp"
+#include "redistribute/global_pattern.hpp"
+#include "redistribute/redistribution.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace {
+
+struct Options {
+  std::vector<std::int64_t> shape{128, 128, 128};
+  std::vector<int> grid{0};
+  int from_axis = -1;  // default: last axis
+  int to_axis = 0;
+  std::string type = "c64";
+  std::vector<std::string> methods{"native", "local_remap"};
+  tb::TimingOptions timing{3, 50, 30.0, 5};
+  std::string csv, json;
+};
+
+struct Result {
+  std::string method;
+  bool verified = false;
+  tb::Timing timing;
+};
+
+std::string join(const auto& values, const char* sep) {
+  std::ostringstream s;
+  bool first = true;
+  for (const auto& v : values) {
+    s << (first ? "" : sep) << v;
+    first = false;
+  }
+  return s.str();
+}
+
+// Every registered algorithm plus local_remap when the user says "all".
+std::vector<std::string> expand_methods(const std::vector<std::string>& methods) {
+  std::vector<std::string> out;
+  for (const auto& m : methods) {
+    if (m == "all") {
+      for (const auto& info : tb::alltoallw_algorithms()) out.emplace_back(info.name);
+      out.emplace_back("local_remap");
+    } else if (m == "local_remap" || tb::is_alltoallw_algorithm(m)) {
+      out.push_back(m);
+    } else {
+      tb::make_alltoallw(m);  // throws the registry's "unknown algorithm" error
+    }
+  }
+  return out;
+}
+
+int run(const Options& opt) {
+  int rank = 0;
+  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  const tb::ElementType type = tb::parse_element_type(opt.type);
+  const int d = static_cast<int>(opt.shape.size());
+  const int from = opt.from_axis >= 0 ? opt.from_axis : d - 1;
+  const auto methods = expand_methods(opt.methods);
+
+  auto grid = tb::ProcessGrid::create(MPI_COMM_WORLD, opt.grid);
+  const tb::Pencil in_pencil(grid, opt.shape, from);
+  const tb::Pencil out_pencil = in_pencil.realigned(opt.to_axis);
+  const std::size_t es = tb::element_size(type);
+  std::vector<std::byte> in(static_cast<std::size_t>(in_pencil.local_size()) * es);
+  std::vector<std::byte> out(static_cast<std::size_t>(out_pencil.local_size()) * es);
+  std::vector<std::byte> back(in.size());
+
+  const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
+  long long local_bytes = static_cast<long long>(in.size()), max_bytes = 0;
+  TB_MPI_CHECK(MPI_Allreduce(&local_bytes, &max_bytes, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
+
+  // The floor: one memcpy of the local array, timed the same way.
+  tb::fill_global_pattern(in_pencil, type, in.data());
+  std::vector<std::byte> copy(in.size());
+  const tb::Timing floor = tb::time_collective(grid->comm(), opt.timing, [&] {
+    std::memcpy(copy.data(), in.data(), in.size());
+  });
+
+  std::vector<Result> results;
+  for (const auto& method : methods) {
+    auto plan = tb::make_redistribution(in_pencil, out_pencil, type, method);
+    // Verify: forward must place every element at its global index; backward must restore the input.
+    tb::fill_global_pattern(in_pencil, type, in.data());
+    std::fill(out.begin(), out.end(), std::byte{0xA5});
+    std::fill(back.begin(), back.end(), std::byte{0x5A});
+    plan->forward(in.data(), out.data());
+    plan->backward(out.data(), back.data());
+    long long bad = tb::count_pattern_mismatches(out_pencil, type, out.data()) +
+                    tb::count_pattern_mismatches(in_pencil, type, back.data());
+    long long total_bad = 0;
+    TB_MPI_CHECK(MPI_Allreduce(&bad, &total_bad, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    Result r{plan->method(), total_bad == 0, {}};
+    r.timing = tb::time_collective(grid->comm(), opt.timing, [&] { plan->forward(in.data(), out.data()); });
+    results.push_back(std::move(r));
+  }
+
+  if (rank == 0) {
+    std::printf("tb-redistribute  %s  %s  on grid %s (%d ranks, %d node(s))\n", join(opt.shape, "x").c_str(),
+                std::string(tb::element_type_name(type)).c_str(), grid->describe().c_str(), meta["ranks"].get<int>(),
+                meta["nodes"].get<int>());
+    std::printf("  %s  ->  %s\n", in_pencil.describe().c_str(), out_pencil.describe().c_str());
+    std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
+                meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
+                meta["git_commit"].get<std::string>().c_str());
+    std::printf("  local array: up to %.2f MiB per rank; timing: %d inner x %zu outer, MAX over ranks\n\n",
+                static_cast<double>(max_bytes) / (1 << 20), opt.timing.inner, floor.seconds_per_op.size());
+    std::printf("  %-26s %-9s %12s %12s %14s %14s\n", "method", "verified", "fastest ms", "median ms", "fastest/floor",
+                "median/floor");
+    std::printf("  %-26s %-9s %12.3f %12.3f %14s %14s\n", "memcpy floor", "-", floor.fastest() * 1e3,
+                floor.median() * 1e3, "1.00", "1.00");
+    for (const auto& r : results)
+      std::printf("  %-26s %-9s %12.3f %12.3f %14.2f %14.2f\n", r.method.c_str(), r.verified ? "yes" : "FAILED",
+                  r.timing.fastest() * 1e3, r.timing.median() * 1e3, r.timing.fastest() / floor.fastest(),
+                  r.timing.median() / floor.median());
+
+    nlohmann::json rows = nlohmann::json::array();
+    auto row = [&](const std::string& method, const char* verified, const tb::Timing& t) {
+      rows.push_back({{"tool", "tb-redistribute"}, {"method", method}, {"verified", verified},
+                      {"element_type", tb::element_type_name(type)}, {"global_shape", join(opt.shape, "x")},
+                      {"grid", grid->describe()}, {"from_axis", from}, {"to_axis", opt.to_axis},
+                      {"local_bytes_max", max_bytes}, {"inner", t.inner}, {"outer", t.seconds_per_op.size()},
+                      {"fastest_s", t.fastest()}, {"median_s", t.median()},
+                      {"fastest_over_floor", t.fastest() / floor.fastest()},
+                      {"median_over_floor", t.median() / floor.median()}});
+    };
+    row("memcpy_floor", "-", floor);
+    for (const auto& r : results) row(r.method, r.verified ? "yes" : "no", r.timing);
+
+    if (!opt.json.empty()) {
+      std::ofstream f(opt.json);
+      f << nlohmann::json{{"metadata", meta}, {"results", rows}}.dump(2) << "\n";
+      if (!f) throw std::runtime_error("cannot write " + opt.json);
+    }
+    if (!opt.csv.empty()) {
+      std::ofstream f(opt.csv);
+      const char* columns[] = {"tool", "method", "verified", "element_type", "global_shape", "grid", "from_axis",
+                               "to_axis", "local_bytes_max", "inner", "outer", "fastest_s", "median_s",
+                               "fastest_over_floor", "median_over_floor"};
+      f << join(columns, ",") << ",ranks,nodes,mpi_library,cores,numa_nodes,environment,git_commit\n";
+      for (const auto& r : rows) {
+        for (const char* c : columns) {
+          const auto& v = r.at(c);
+          f << (v.is_string() ? v.get<std::string>() : v.dump()) << ",";
+        }
+        f << meta["ranks"] << "," << meta["nodes"] << ",\"" << meta["mpi_library"].get<std::string>() << "\","
+          << meta["hwloc"].value("cores", 0) << "," << meta["hwloc"].value("numa_nodes", 0) << ",\""
+          << tb::relevant_environment_text(meta) << "\"," << meta["git_commit"].get<std::string>() << "\n";
+      }
+      if (!f) throw std::runtime_error("cannot write " + opt.csv);
+    }
+  }
+  const bool all_ok = std::all_of(results.begin(), results.end(), [](const Result& r) { return r.verified; });
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  Options opt;
+  bool list = false;
+  CLI::App app{"Plan, verify and time one global redistribution (Alltoallw of subarray types or local remap)"};
+  app.add_option("--shape", opt.shape, "global shape, comma separated (d >= 2)")->delimiter(',')->capture_default_str();
+  app.add_option("--grid", opt.grid, "process grid dims, comma separated; 0 = let MPI_Dims_create choose")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--from-axis", opt.from_axis, "aligned axis of the input pencil (default: last axis)");
+  app.add_option("--to-axis", opt.to_axis, "aligned axis of the output pencil")->capture_default_str();
+  app.add_option("--type", opt.type, "element type: f32, f64, c32, c64 (float, double, complex<...>)")
+      ->capture_default_str();
+  app.add_option("--method", opt.methods, "Alltoallw algorithm names, local_remap, or all")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--inner", opt.timing.inner, "operations per timed inner loop")->capture_default_str();
+  app.add_option("--outer", opt.timing.outer, "maximum outer repetitions")->capture_default_str();
+  app.add_option("--max-seconds", opt.timing.max_seconds, "stop repeating after this much time per method (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--csv", opt.csv, "write the results as CSV (rank 0)");
+  app.add_option("--json", opt.json, "write the results and metadata as JSON (rank 0)");
+  app.add_flag("--list-algorithms", list, "print the registered Alltoallw algorithms and exit");
+
+  int code = 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (rank == 0) code = app.exit(e);
+    else code = e.get_exit_code();
+    MPI_Finalize();
+    return code;
+  }
+  if (list) {
+    if (rank == 0) std::cout << tb::alltoallw_algorithm_list() << "local_remap     pack + MPI_Alltoall(v) + unpack (redistribution baseline)\n";
+    MPI_Finalize();
+    return 0;
+  }
+  try {
+    code = run(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tb-redistribute (rank %d): error: %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,29 @@
+// Helpers for MPI tests: collective checks, so that every rank reaches the same assertions and
+// no rank leaves a collective early.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+namespace tb::test {
+
+inline int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+inline std::int64_t sum_over_ranks(std::int64_t v, MPI_Comm comm = MPI_COMM_WORLD) {
+  long long in = v, out = 0;
+  MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  return out;
+}
+
+}  // namespace tb::test

@@ -1,0 +1,283 @@
+// The redistribution core against an independent reference: every rank fills its block with a
+// function of the GLOBAL index; after a redistribution each element must hold that function of
+// its own global index, and forward followed by backward must give the input back.
+#include "collectives/registry.hpp"
+#include "mpi_test_support.hpp"
+#include "redistribute/block_distribution.hpp"
+#include "redistribute/global_pattern.hpp"
+#include "redistribute/redistribution.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <numeric>
+
+namespace tb {
+namespace {
+
+using test::sum_over_ranks;
+using test::world_rank;
+using test::world_size;
+
+std::vector<std::byte> buffer(const Pencil& p, ElementType t, std::byte fill) {
+  return std::vector<std::byte>(static_cast<std::size_t>(p.local_size()) * element_size(t), fill);
+}
+
+// Runs forward and backward on `plan` and returns the global number of wrong elements.
+std::int64_t check_round_trip(Redistribution& plan) {
+  const ElementType t = plan.element_type();
+  auto in = buffer(plan.input(), t, std::byte{0});
+  auto out = buffer(plan.output(), t, std::byte{0xA5});
+  auto back = buffer(plan.input(), t, std::byte{0x5A});
+  fill_global_pattern(plan.input(), t, in.data());
+  plan.forward(in.data(), out.data());
+  std::int64_t bad = count_pattern_mismatches(plan.output(), t, out.data());
+  plan.backward(out.data(), back.data());
+  bad += count_pattern_mismatches(plan.input(), t, back.data());
+  return sum_over_ranks(bad);
+}
+
+// A layout aligned in `a` that distributes `b`; which grid axis takes b rotates with a.
+std::vector<int> layout_distributing(int d, int g, int a, int b) {
+  std::vector<int> chosen{b};
+  for (int k = 0; k < d && static_cast<int>(chosen.size()) < g; ++k)
+    if (k != a && k != b) chosen.push_back(k);
+  std::vector<int> layout(static_cast<std::size_t>(d), -1);
+  for (int i = 0; i < g; ++i) layout[chosen[i]] = (i + a) % g;
+  return layout;
+}
+
+TEST(BlockDistribution, FirstRanksTakeTheRemainder) {
+  for (std::int64_t n : {0, 1, 5, 7, 8, 13, 100})
+    for (int p : {1, 2, 3, 4, 7, 16}) {
+      BlockDistribution dist(n, p);
+      std::int64_t next = 0;
+      for (int r = 0; r < p; ++r) {
+        EXPECT_EQ(dist.start(r), next) << "n=" << n << " p=" << p << " r=" << r;
+        EXPECT_EQ(dist.size(r), n / p + (r < n % p ? 1 : 0));
+        next += dist.size(r);
+      }
+      EXPECT_EQ(next, n);
+    }
+  EXPECT_THROW(BlockDistribution(5, 0), std::invalid_argument);
+  EXPECT_THROW(BlockDistribution(-1, 2), std::invalid_argument);
+}
+
+TEST(ProcessGrid, FillsFreeDimsAndBuildsSubcomms) {
+  const int n = world_size();
+  for (const std::vector<int>& spec : {std::vector<int>{0}, {0, 0}, {0, 1}, {1, 0}, {0, 0, 0}, {n}}) {
+    auto grid = ProcessGrid::create(MPI_COMM_WORLD, spec);
+    ASSERT_EQ(grid->ndims(), static_cast<int>(spec.size()));
+    EXPECT_EQ(std::accumulate(grid->dims().begin(), grid->dims().end(), 1, std::multiplies<>()), n);
+    for (int q = 0; q < grid->ndims(); ++q) {
+      int sub = 0, rank = 0;
+      MPI_Comm_size(grid->subcomm(q), &sub);
+      MPI_Comm_rank(grid->subcomm(q), &rank);
+      EXPECT_EQ(sub, grid->dims()[q]);
+      EXPECT_EQ(rank, grid->coords()[q]);
+      if (spec[q] != 0) { EXPECT_EQ(grid->dims()[q], spec[q]); }
+    }
+  }
+}
+
+TEST(ProcessGrid, RejectsGridsThatDoNotFitTheCommunicator) {
+  const int n = world_size();
+  try {
+    ProcessGrid::create(MPI_COMM_WORLD, {n + 1});
+    ADD_FAILURE() << "a grid larger than the communicator was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("communicator has " + std::to_string(n)), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ProcessGrid::create(MPI_COMM_WORLD, {n, 2}), std::invalid_argument);
+  EXPECT_THROW(ProcessGrid::create(MPI_COMM_WORLD, {}), std::invalid_argument);
+  EXPECT_THROW(ProcessGrid::create(MPI_COMM_WORLD, {-1}), std::invalid_argument);
+  EXPECT_THROW(ProcessGrid::create(MPI_COMM_NULL, {0}), std::invalid_argument);
+}
+
+TEST(Pencil, LocalBlocksTileTheGlobalArray) {
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0, 0});
+  const std::vector<std::int64_t> shape{7, 9, 13};
+  for (int a = 0; a < 3; ++a) {
+    Pencil p(grid, shape, a);
+    EXPECT_EQ(p.local_shape()[a], shape[a]) << "aligned axis must be whole";
+    EXPECT_EQ(sum_over_ranks(p.local_size()), 7 * 9 * 13);
+    for (int b = 0; b < 3; ++b) {
+      Pencil r = p.realigned(b);
+      EXPECT_EQ(r.aligned_axis(), b);
+      EXPECT_EQ(r.grid_axis(b), -1);
+      if (a != b) { EXPECT_EQ(r.grid_axis(a), p.grid_axis(b)); }
+      EXPECT_EQ(sum_over_ranks(r.local_size()), 7 * 9 * 13);
+    }
+  }
+}
+
+TEST(Pencil, RejectsBadShapesAxesAndLayouts) {
+  auto slab = ProcessGrid::create(MPI_COMM_WORLD, {0});
+  auto pencil_grid = ProcessGrid::create(MPI_COMM_WORLD, {0, 0});
+  auto expect_error = [](auto make, const std::string& words) {
+    try {
+      make();
+      ADD_FAILURE() << "accepted; expected an error mentioning '" << words << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { Pencil(slab, {8}, 0); }, "at least 2 axes");
+  expect_error([&] { Pencil(slab, {8, 0}, 0); }, "shorter than 1");
+  expect_error([&] { Pencil(slab, {8, 8}, 2); }, "aligned axis 2 is out of range");
+  expect_error([&] { Pencil(slab, {8, 8}, -1); }, "out of range");
+  expect_error([&] { Pencil(pencil_grid, {8, 8}, 0); }, "cannot distribute a 2-dimensional array");
+  expect_error([&] { Pencil(slab, {8, 8, 8}, 0, {0, -1, -1}); }, "must not be distributed");
+  expect_error([&] { Pencil(slab, {8, 8, 8}, 0, {-1, 0, 0}); }, "distributes 2 array axes");
+  expect_error([&] { Pencil(slab, {8, 8, 8}, 0, {-1, -1, -1}); }, "distributes 0 array axes");
+  expect_error([&] { Pencil(slab, {8, 8, 8}, 0, {-1, 1, -1}); }, "does not have");
+  expect_error([&] { Pencil(slab, {8, 8, 8}, 0, {-1, 0}); }, "layout names 2 axes");
+  expect_error([&] { Pencil(slab, {8, 8}, 0).realigned(5); }, "out of range");
+}
+
+struct Case {
+  int d;
+  ElementType type;
+  std::string method;
+};
+
+class RedistributionMatrix : public testing::TestWithParam<Case> {};
+
+// Every axis pair, every grid dimension 1..d-1, uneven sizes, axes shorter than their ranks.
+TEST_P(RedistributionMatrix, EveryAxisPairEveryGridMatchesTheGlobalPattern) {
+  const auto [d, type, method] = GetParam();
+  const std::vector<std::vector<std::int64_t>> shapes{{}, {}, {13, 9}, {7, 9, 8}, {5, 7, 4, 6}, {3, 5, 4, 2, 7}};
+  const auto& shape = shapes[d];
+  for (int g = 1; g <= d - 1; ++g) {
+    auto grid = ProcessGrid::create(MPI_COMM_WORLD, std::vector<int>(static_cast<std::size_t>(g), 0));
+    for (int a = 0; a < d; ++a)
+      for (int b = 0; b < d; ++b) {
+        if (a == b) continue;
+        Pencil in(grid, shape, a, layout_distributing(d, g, a, b));
+        auto plan = make_redistribution(in, in.realigned(b), type, method);
+        EXPECT_EQ(check_round_trip(*plan), 0)
+            << plan->method() << " grid " << grid->describe() << ": " << in.describe() << " -> "
+            << plan->output().describe() << " " << element_type_name(type);
+      }
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (int d = 2; d <= 5; ++d)
+    for (ElementType t : kAllElementTypes)
+      for (const char* m : {"native", "local_remap"}) cases.push_back({d, t, m});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDimsTypesMethods, RedistributionMatrix, testing::ValuesIn(all_cases()),
+                         [](const testing::TestParamInfo<Case>& info) {
+                           std::string t(element_type_name(info.param.type));
+                           for (char& c : t)
+                             if (c == '<' || c == '>') c = '_';
+                           return "d" + std::to_string(info.param.d) + "_" + t + "_" + info.param.method;
+                         });
+
+TEST(Redistribution, PencilChainThroughEveryAxisAndBack) {
+  // The FFT's use: aligned 3 -> 2 -> 1 -> 0 on a 2-D grid, then back the same way.
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0, 0});
+  const ElementType t = ElementType::c64;
+  std::vector<Pencil> pencils{Pencil(grid, {6, 5, 7, 4}, 3)};
+  for (int axis : {2, 1, 0}) pencils.push_back(pencils.back().realigned(axis));
+  for (const char* method : {"native", "local_remap"}) {
+    std::vector<std::unique_ptr<Redistribution>> plans;
+    std::vector<std::vector<std::byte>> arrays;
+    for (std::size_t i = 0; i < pencils.size(); ++i) arrays.push_back(buffer(pencils[i], t, std::byte{0x11}));
+    for (std::size_t i = 0; i + 1 < pencils.size(); ++i)
+      plans.push_back(make_redistribution(pencils[i], pencils[i + 1], t, method));
+    fill_global_pattern(pencils[0], t, arrays[0].data());
+    for (std::size_t i = 0; i < plans.size(); ++i) plans[i]->forward(arrays[i].data(), arrays[i + 1].data());
+    EXPECT_EQ(sum_over_ranks(count_pattern_mismatches(pencils.back(), t, arrays.back().data())), 0) << method;
+    std::fill(arrays[0].begin(), arrays[0].end(), std::byte{0});
+    for (std::size_t i = plans.size(); i-- > 0;) plans[i]->backward(arrays[i + 1].data(), arrays[i].data());
+    EXPECT_EQ(sum_over_ranks(count_pattern_mismatches(pencils[0], t, arrays[0].data())), 0) << method;
+  }
+}
+
+TEST(Redistribution, AxesShorterThanTheirRankCountLeaveRanksEmpty) {
+  // 2 x 3 x 2 on a slab: with 3 or 4 ranks some ranks hold nothing before or after.
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
+  Pencil in(grid, {2, 3, 2}, 2);
+  Pencil out = in.realigned(0);
+  const std::int64_t empty_ranks = sum_over_ranks(in.local_size() == 0 ? 1 : 0);
+  if (world_size() > 2) {
+    EXPECT_GT(empty_ranks, 0);
+  }
+  for (ElementType t : kAllElementTypes)
+    for (const char* method : {"native", "local_remap"}) {
+      auto plan = make_redistribution(in, out, t, method);
+      EXPECT_EQ(check_round_trip(*plan), 0) << method << " " << element_type_name(t);
+    }
+}
+
+TEST(Redistribution, TypedBuffersAreCheckedForTypeSizeAndOverlap) {
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
+  Pencil in(grid, {8, 6, 4}, 2);
+  Pencil out = in.realigned(0);
+  SubarrayRedistribution plan(in, out, ElementType::f64, "native");
+  std::vector<double> a(static_cast<std::size_t>(in.local_size())), b(static_cast<std::size_t>(out.local_size()));
+  std::vector<float> f(a.size());
+  EXPECT_THROW(plan.forward<double>(std::span<const double>(a.data(), a.size() + 1), std::span<double>(b)),
+               std::invalid_argument);
+  EXPECT_THROW(plan.forward<float>(std::span<const float>(f), std::span<float>(f)), std::invalid_argument);
+  std::vector<double> one(std::max(a.size(), b.size()) + 1);
+  if (!a.empty() && !b.empty()) {
+    EXPECT_THROW(plan.forward(one.data(), one.data() + 1), std::invalid_argument);
+  }
+  // The valid call works on every rank (all ranks reach it: nothing above is collective).
+  fill_global_pattern(in, ElementType::f64, a.data());
+  plan.forward<double>(std::span<const double>(a), std::span<double>(b));
+  EXPECT_EQ(sum_over_ranks(count_pattern_mismatches(out, ElementType::f64, b.data())), 0);
+}
+
+TEST(Redistribution, RejectsPencilsThatAreNotOneRealignmentApart) {
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0, 0});
+  auto other_grid = ProcessGrid::create(MPI_COMM_WORLD, {0, 0});
+  Pencil in(grid, {6, 7, 8}, 2);
+  EXPECT_THROW(make_redistribution(in, in, ElementType::f32, "native"), std::invalid_argument);
+  EXPECT_THROW(make_redistribution(in, Pencil(grid, {6, 7, 9}, 1), ElementType::f32), std::invalid_argument);
+  EXPECT_THROW(make_redistribution(in, Pencil(other_grid, {6, 7, 8}, 1), ElementType::f32), std::invalid_argument);
+  // Aligned in 0, but with the grid axes swapped relative to in.realigned(0).
+  EXPECT_THROW(make_redistribution(in, Pencil(grid, {6, 7, 8}, 0, {-1, 0, 1}), ElementType::f32, "local_remap"),
+               std::invalid_argument);
+}
+
+TEST(Registry, NativeIsListedAndUnknownNamesAreRejected) {
+  ASSERT_FALSE(alltoallw_algorithms().empty());
+  EXPECT_EQ(alltoallw_algorithms()[0].name, "native");
+  EXPECT_NE(alltoallw_algorithm_list().find("native"), std::string::npos);
+  try {
+    make_alltoallw("no_such_algorithm");
+    ADD_FAILURE() << "unknown algorithm accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_algorithm"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("native"), std::string::npos) << "the error lists the registered names";
+  }
+}
+
+TEST(Registry, TbAlltoallwChoosesTheDefault) {
+  const char* saved = std::getenv("TB_ALLTOALLW");
+  const std::string keep = saved ? saved : "";
+  setenv("TB_ALLTOALLW", "native", 1);
+  EXPECT_EQ(make_alltoallw()->name(), "native");
+  setenv("TB_ALLTOALLW", "bogus", 1);
+  try {
+    auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
+    Pencil in(grid, {4, 4}, 1);
+    SubarrayRedistribution plan(in, in.realigned(0), ElementType::f32);
+    ADD_FAILURE() << "TB_ALLTOALLW=bogus accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("TB_ALLTOALLW"), std::string::npos) << e.what();
+  }
+  unsetenv("TB_ALLTOALLW");
+  EXPECT_EQ(default_alltoallw_name(), "native");
+  if (saved) setenv("TB_ALLTOALLW", keep.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace tb
