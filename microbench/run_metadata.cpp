@@ -58,12 +58,18 @@ std::string mpi_library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   TB_MPI_CHECK(MPI_Get_library_version(text, &length));
-  std::string full(text, static_cast<std::size_t>(length));
-  const auto newline = full.find('\n');
-  std::string first = full.substr(0, newline);
-  for (char& c : first)
-    if (c == '\t') c = ' ';
-  while (!first.empty() && (first.back() == ' ' || first.back() == ',')) first.pop_back();
+  const std::string full(text, static_cast<std::size_t>(length));
+  // The value after "key:" on its own line of the version text, trimmed.
+  auto field = [&](std::string_view key) -> std::string {
+    const auto at = full.find(key);
+    if (at == std::string::npos) return {};
+    auto begin = full.find_first_not_of(" \t", at + key.size());
+    auto end = full.find('\n', at);
+    return begin == std::string::npos ? std::string() : full.substr(begin, end - begin);
+  };
+  if (const std::string version = field("MPICH Version:"); !version.empty())
+    return "MPICH " + version + " (" + field("MPICH Device:") + ")";
+  std::string first = full.substr(0, full.find_first_of(",\n"));  // "Open MPI v4.1.4"
   return first;
 }
 

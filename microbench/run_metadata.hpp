@@ -12,7 +12,7 @@ namespace tb {
 
 const char* git_commit();
 
-// The first line of MPI_Get_library_version, e.g. "MPICH Version: 4.0.2".
+// A one-line name of the MPI library: "MPICH 4.0.2 (ch4:ucx)", "Open MPI v4.1.4".
 std::string mpi_library_version();
 
 // Collective over comm. Keys: mpi_library, mpi_library_full, mpi_standard, ranks, nodes,

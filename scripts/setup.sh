@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every Debian package the testbed needs, and only those that are missing.
+# Safe to run again: it says what is already there and what it installs.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ make cmake pkg-config git ca-certificates
+  # the two MPI libraries (separate builds: build/mpich, build/openmpi)
+  mpich libmpich-dev openmpi-bin libopenmpi-dev
+  # serial FFTs, topology, UCX
+  libfftw3-dev libhwloc-dev libucx-dev
+  # command-line parsing, JSON, tests, benchmarks
+  libcli11-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} Debian packages are installed"
+  exit 0
+fi
+
+echo "setup: installing ${#missing[@]} missing Debian package(s): ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=sudo
+    echo "setup: not running as root; using sudo for apt-get"
+  else
+    echo "setup: these packages are missing and installing them needs root." >&2
+    echo "       Run this script as root, or install them yourself:" >&2
+    echo "       apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: done"
