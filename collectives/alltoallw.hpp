@@ -37,6 +37,21 @@ class AlltoallwAlgorithm {
   // Performs one Alltoallw. Collective over args.comm. Throws tb::MpiError (or
   // std::invalid_argument for arguments MPI would reject) on failure.
   virtual void run(const AlltoallwArgs& args) = 0;
+
+  // Which path the last run() took: the algorithm's name when it ran itself, otherwise what it
+  // delegated to and why (e.g. "native (intercommunicator)"). Tools print it; tests assert it.
+  virtual std::string last_path() const { return std::string(name()); }
 };
+
+struct AlltoallwComm {
+  int size = 0;
+  int rank = 0;
+  bool inter = false;
+};
+
+// Checks what MPI_Alltoallw would reject (null communicator, null argument arrays, negative
+// counts, MPI_DATATYPE_NULL with a non-zero count) and throws std::invalid_argument naming the
+// argument and the algorithm. Returns the communicator's size, rank and kind.
+AlltoallwComm check_alltoallw_args(const AlltoallwArgs& args, std::string_view algorithm);
 
 }  // namespace tb

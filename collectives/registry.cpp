@@ -1,6 +1,8 @@
 #include "collectives/registry.hpp"
 
 #include "collectives/native.hpp"
+#include "collectives/pack_alltoallv.hpp"
+#include "collectives/pairwise.hpp"
 
 #include <array>
 #include <cstdlib>
@@ -16,6 +18,10 @@ std::unique_ptr<AlltoallwAlgorithm> make() {
 
 const std::array kAlgorithms{
     AlltoallwAlgorithmInfo{"native", "the MPI library's own MPI_Alltoallw (PMPI_Alltoallw)", &make<NativeAlltoallw>},
+    AlltoallwAlgorithmInfo{"pairwise", "P-1 Sendrecv steps on the user's datatypes, self block copied locally",
+                           &make<PairwiseAlltoallw>},
+    AlltoallwAlgorithmInfo{"pack_alltoallv", "own packer from flattened block lists + MPI_Alltoallv of bytes",
+                           &make<PackAlltoallv>},
 };
 
 }  // namespace

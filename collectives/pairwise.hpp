@@ -1,0 +1,31 @@
+// pairwise: MPI_Alltoallw as P-1 exchanges with one peer each, on the user's datatypes.
+//
+// Step k = 1..P-1: send to rank+k, receive from rank-k (mod P), one MPI_Sendrecv with the
+// user's own (count, type) pairs: no packing by the testbed (MPI may still pack non-contiguous
+// types internally). The self block is a local copy driven by the flattened block lists.
+// Per rank: P-1 messages sent and received, volume = the user's data, one peer in flight at a
+// time. The step pattern is the classic contention-avoiding schedule (MPICH's pairwise
+// Alltoall/Alltoallv): every step is a permutation, so no rank receives from two at once.
+// Wins: large messages and many ranks, where posting all P-1 transfers at once (native)
+// overloads the network or the receive queues; loses on small messages (P-1 latencies).
+//
+// MPI_IN_PLACE: steps pair rank r with (k - r) mod P, so each step sends and receives the same
+// region, with MPI_Sendrecv_replace. Intercommunicators are delegated to the native algorithm
+// (last_path() says so). Traffic runs on a cached duplicate of the communicator.
+#pragma once
+
+#include "collectives/alltoallw.hpp"
+
+namespace tb {
+
+class PairwiseAlltoallw final : public AlltoallwAlgorithm {
+ public:
+  std::string_view name() const override { return "pairwise"; }
+  void run(const AlltoallwArgs& args) override;
+  std::string last_path() const override { return path_; }
+
+ private:
+  std::string path_ = "pairwise";
+};
+
+}  // namespace tb

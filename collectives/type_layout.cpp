@@ -1,0 +1,339 @@
+#include "collectives/type_layout.hpp"
+
+#include "collectives/mpi_error.hpp"
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace tb {
+namespace {
+
+std::int64_t g_decodings = 0;
+
+void append_block(std::vector<ByteBlock>& out, std::int64_t offset, std::int64_t length) {
+  if (length == 0) return;
+  if (!out.empty() && out.back().offset + out.back().length == offset) {
+    out.back().length += length;
+    return;
+  }
+  out.push_back({offset, length});
+}
+
+void append_run(std::vector<BasicRun>& out, MPI_Datatype type, std::int64_t count) {
+  if (count == 0) return;
+  if (!out.empty() && out.back().type == type) {
+    out.back().count += count;
+    return;
+  }
+  out.push_back({type, count});
+}
+
+// Appends `n` copies of `child` at base + i * stride (bytes).
+void append_copies(TypeLayout& out, const TypeLayout& child, std::int64_t n, std::int64_t stride, std::int64_t base) {
+  if (n <= 0 || child.size == 0) return;
+  if (child.dense() && stride == child.extent) {
+    append_block(out.blocks, base, n * child.extent);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i)
+      for (const ByteBlock& b : child.blocks) append_block(out.blocks, base + i * stride + b.offset, b.length);
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (child.signature.size() == 1) {  // the common case: one basic type, merge in one step
+      append_run(out.signature, child.signature[0].type, n * child.signature[0].count);
+      break;
+    }
+    for (const BasicRun& r : child.signature) append_run(out.signature, r.type, r.count);
+  }
+  out.size += n * child.size;
+}
+
+// The named pair types of MPI_MINLOC/MAXLOC have a gap between their two members: their layout
+// is that of the matching C struct.
+template <class A, class B>
+bool pair_layout(TypeLayout& out, MPI_Datatype a, MPI_Datatype b) {
+  struct Pair {
+    A first;
+    B second;
+  };
+  append_block(out.blocks, offsetof(Pair, first), sizeof(A));
+  append_block(out.blocks, offsetof(Pair, second), sizeof(B));
+  append_run(out.signature, a, 1);
+  append_run(out.signature, b, 1);
+  out.size = sizeof(A) + sizeof(B);
+  return true;
+}
+
+bool named_pair(MPI_Datatype t, TypeLayout& out) {
+  if (t == MPI_FLOAT_INT) return pair_layout<float, int>(out, MPI_FLOAT, MPI_INT);
+  if (t == MPI_DOUBLE_INT) return pair_layout<double, int>(out, MPI_DOUBLE, MPI_INT);
+  if (t == MPI_LONG_INT) return pair_layout<long, int>(out, MPI_LONG, MPI_INT);
+  if (t == MPI_2INT) return pair_layout<int, int>(out, MPI_INT, MPI_INT);
+  if (t == MPI_SHORT_INT) return pair_layout<short, int>(out, MPI_SHORT, MPI_INT);
+  if (t == MPI_LONG_DOUBLE_INT) return pair_layout<long double, int>(out, MPI_LONG_DOUBLE, MPI_INT);
+  return false;
+}
+
+// The contents of a derived type; frees the derived types it returns.
+struct Contents {
+  int combiner = 0;
+  std::vector<int> ints;
+  std::vector<MPI_Aint> addrs;
+  std::vector<MPI_Datatype> types;
+  explicit Contents(MPI_Datatype t) {
+    int ni = 0, na = 0, nt = 0;
+    TB_MPI_CHECK(PMPI_Type_get_envelope(t, &ni, &na, &nt, &combiner));
+    if (combiner == MPI_COMBINER_NAMED) return;
+    ints.resize(static_cast<std::size_t>(ni));
+    addrs.resize(static_cast<std::size_t>(na));
+    types.resize(static_cast<std::size_t>(nt));
+    TB_MPI_CHECK(PMPI_Type_get_contents(t, ni, na, nt, ints.data(), addrs.data(), types.data()));
+  }
+  ~Contents() {
+    for (MPI_Datatype& t : types) {
+      int a, b, c, comb = 0;
+      if (PMPI_Type_get_envelope(t, &a, &b, &c, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED) PMPI_Type_free(&t);
+    }
+  }
+  Contents(const Contents&) = delete;
+  Contents& operator=(const Contents&) = delete;
+};
+
+// Indices along one axis of a darray owned by process coordinate c of p (MPI's definition).
+std::vector<std::int64_t> darray_indices(int g, int distrib, int darg, int p, int c) {
+  std::vector<std::int64_t> idx;
+  if (distrib == MPI_DISTRIBUTE_NONE) {
+    for (int i = 0; i < g; ++i) idx.push_back(i);
+  } else if (distrib == MPI_DISTRIBUTE_BLOCK) {
+    const std::int64_t b = darg == MPI_DISTRIBUTE_DFLT_DARG ? (g + p - 1) / p : darg;
+    for (std::int64_t i = c * b; i < std::min<std::int64_t>((c + 1) * b, g); ++i) idx.push_back(i);
+  } else {  // MPI_DISTRIBUTE_CYCLIC
+    const std::int64_t b = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
+    for (std::int64_t s = c * b; s < g; s += static_cast<std::int64_t>(p) * b)
+      for (std::int64_t i = s; i < std::min<std::int64_t>(s + b, g); ++i) idx.push_back(i);
+  }
+  return idx;
+}
+
+// Appends the elements of an n-d array selection, in type-map order: `order` C (last axis
+// fastest) or Fortran (first axis fastest); indices[k] lists the selected indices of axis k.
+void append_selection(TypeLayout& out, const TypeLayout& element, std::int64_t element_extent,
+                      const std::vector<int>& sizes, const std::vector<std::vector<std::int64_t>>& indices, int order) {
+  const int n = static_cast<int>(sizes.size());
+  std::vector<int> axes(static_cast<std::size_t>(n));  // slowest first
+  for (int k = 0; k < n; ++k) axes[k] = order == MPI_ORDER_C ? k : n - 1 - k;
+  std::vector<std::int64_t> stride(static_cast<std::size_t>(n));  // in elements
+  std::int64_t s = 1;
+  for (int i = n - 1; i >= 0; --i) {
+    stride[axes[i]] = s;
+    s *= sizes[axes[i]];
+  }
+  for (const auto& idx : indices)
+    if (idx.empty()) return;
+  const int fast = axes[n - 1];
+  std::vector<std::size_t> pos(static_cast<std::size_t>(n), 0);
+  while (true) {
+    std::int64_t base = 0;
+    for (int i = 0; i < n - 1; ++i) base += indices[axes[i]][pos[axes[i]]] * stride[axes[i]];
+    // Along the fastest axis, consecutive indices form runs of whole elements.
+    const auto& f = indices[fast];
+    for (std::size_t j = 0; j < f.size();) {
+      std::size_t e = j + 1;
+      while (e < f.size() && f[e] == f[e - 1] + 1) ++e;
+      append_copies(out, element, static_cast<std::int64_t>(e - j), element_extent, (base + f[j]) * element_extent);
+      j = e;
+    }
+    int i = n - 2;
+    for (; i >= 0; --i) {
+      if (++pos[axes[i]] < indices[axes[i]].size()) break;
+      pos[axes[i]] = 0;
+    }
+    if (i < 0) return;
+  }
+}
+
+std::shared_ptr<const TypeLayout> decode(MPI_Datatype t);
+
+TypeLayout decode_derived(MPI_Datatype t, const Contents& c) {
+  TypeLayout out;
+  auto child = [&](std::size_t i) { return type_layout(c.types.at(i)); };
+  const auto& I = c.ints;
+  const auto& A = c.addrs;
+  switch (c.combiner) {
+    case MPI_COMBINER_DUP:
+    case MPI_COMBINER_RESIZED: {
+      out = *child(0);
+      break;
+    }
+    case MPI_COMBINER_CONTIGUOUS: {
+      auto e = child(0);
+      append_copies(out, *e, I[0], e->extent, 0);
+      break;
+    }
+    case MPI_COMBINER_VECTOR:
+    case MPI_COMBINER_HVECTOR: {
+      auto e = child(0);
+      const std::int64_t stride = c.combiner == MPI_COMBINER_VECTOR ? I[2] * e->extent : A[0];
+      for (int i = 0; i < I[0]; ++i) append_copies(out, *e, I[1], e->extent, i * stride);
+      break;
+    }
+    case MPI_COMBINER_INDEXED:
+    case MPI_COMBINER_HINDEXED: {
+      auto e = child(0);
+      const int n = I[0];
+      for (int i = 0; i < n; ++i) {
+        const std::int64_t disp = c.combiner == MPI_COMBINER_INDEXED ? I[1 + n + i] * e->extent : A[i];
+        append_copies(out, *e, I[1 + i], e->extent, disp);
+      }
+      break;
+    }
+    case MPI_COMBINER_INDEXED_BLOCK:
+    case MPI_COMBINER_HINDEXED_BLOCK: {
+      auto e = child(0);
+      const int n = I[0];
+      for (int i = 0; i < n; ++i) {
+        const std::int64_t disp = c.combiner == MPI_COMBINER_INDEXED_BLOCK ? I[2 + i] * e->extent : A[i];
+        append_copies(out, *e, I[1], e->extent, disp);
+      }
+      break;
+    }
+    case MPI_COMBINER_STRUCT: {
+      const int n = I[0];
+      for (int i = 0; i < n; ++i) {
+        auto e = child(static_cast<std::size_t>(i));
+        append_copies(out, *e, I[1 + i], e->extent, A[i]);
+      }
+      break;
+    }
+    case MPI_COMBINER_SUBARRAY: {
+      const int n = I[0];
+      std::vector<int> sizes(I.begin() + 1, I.begin() + 1 + n);
+      std::vector<std::vector<std::int64_t>> indices(static_cast<std::size_t>(n));
+      for (int k = 0; k < n; ++k)
+        for (int j = 0; j < I[1 + n + k]; ++j) indices[k].push_back(I[1 + 2 * n + k] + j);
+      auto e = child(0);
+      append_selection(out, *e, e->extent, sizes, indices, I[1 + 3 * n]);
+      break;
+    }
+    case MPI_COMBINER_DARRAY: {
+      const int size = I[0], rank = I[1], n = I[2];
+      (void)size;
+      std::vector<int> gsizes(I.begin() + 3, I.begin() + 3 + n);
+      const int* distribs = &I[3 + n];
+      const int* dargs = &I[3 + 2 * n];
+      const int* psizes = &I[3 + 3 * n];
+      const int order = I[3 + 4 * n];
+      // Process coordinates: the process grid is row-major whatever the array order.
+      std::vector<int> coord(static_cast<std::size_t>(n));
+      for (int k = n - 1, r = rank; k >= 0; --k) {
+        coord[k] = r % psizes[k];
+        r /= psizes[k];
+      }
+      std::vector<std::vector<std::int64_t>> indices;
+      for (int k = 0; k < n; ++k) indices.push_back(darray_indices(gsizes[k], distribs[k], dargs[k], psizes[k], coord[k]));
+      auto e = child(0);
+      append_selection(out, *e, e->extent, gsizes, indices, order);
+      break;
+    }
+    default:
+      throw std::invalid_argument("type_layout: datatype combiner " + std::to_string(c.combiner) +
+                                  " (Fortran F90 or deprecated *_INTEGER) is not supported");
+  }
+  (void)t;
+  return out;
+}
+
+std::shared_ptr<const TypeLayout> decode(MPI_Datatype t) {
+  ++g_decodings;
+  auto layout = std::make_shared<TypeLayout>();
+  Contents contents(t);
+  if (contents.combiner == MPI_COMBINER_NAMED) {
+    if (!named_pair(t, *layout)) {
+      int size = 0;
+      TB_MPI_CHECK(PMPI_Type_size(t, &size));
+      append_block(layout->blocks, 0, size);
+      append_run(layout->signature, t, 1);
+      layout->size = size;
+    }
+  } else {
+    *layout = decode_derived(t, contents);
+  }
+  MPI_Aint lb = 0, extent = 0;
+  TB_MPI_CHECK(PMPI_Type_get_extent(t, &lb, &extent));
+  layout->lb = lb;
+  layout->extent = extent;
+  return layout;
+}
+
+// --- the cache: an attribute on each derived datatype -------------------------------------------
+using CacheEntry = std::shared_ptr<const TypeLayout>;
+int g_keyval = MPI_KEYVAL_INVALID;
+
+int delete_entry(MPI_Datatype, int, void* value, void*) {
+  delete static_cast<CacheEntry*>(value);
+  return MPI_SUCCESS;
+}
+
+int free_keyval_at_finalize(MPI_Comm, int, void*, void*) {
+  if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&g_keyval);
+  return MPI_SUCCESS;
+}
+
+int keyval() {
+  if (g_keyval == MPI_KEYVAL_INVALID) {
+    TB_MPI_CHECK(PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, delete_entry, &g_keyval, nullptr));
+    // MPI_Finalize deletes MPI_COMM_SELF's attributes first: free the keyval then.
+    int finalize_key = MPI_KEYVAL_INVALID;
+    TB_MPI_CHECK(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_keyval_at_finalize, &finalize_key, nullptr));
+    TB_MPI_CHECK(PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_key, nullptr));
+    TB_MPI_CHECK(PMPI_Comm_free_keyval(&finalize_key));
+  }
+  return g_keyval;
+}
+
+}  // namespace
+
+std::shared_ptr<const TypeLayout> type_layout(MPI_Datatype type) {
+  if (type == MPI_DATATYPE_NULL) throw std::invalid_argument("type_layout: MPI_DATATYPE_NULL");
+  int ni, na, nt, combiner = 0;
+  TB_MPI_CHECK(PMPI_Type_get_envelope(type, &ni, &na, &nt, &combiner));
+  if (combiner == MPI_COMBINER_NAMED) return decode(type);  // predefined types carry no attributes
+  void* value = nullptr;
+  int found = 0;
+  TB_MPI_CHECK(PMPI_Type_get_attr(type, keyval(), &value, &found));
+  if (found) return *static_cast<CacheEntry*>(value);
+  auto entry = new CacheEntry(decode(type));
+  const int rc = PMPI_Type_set_attr(type, keyval(), entry);
+  if (rc != MPI_SUCCESS) {
+    CacheEntry result = *entry;
+    delete entry;
+    return result;
+  }
+  return *entry;
+}
+
+std::vector<BasicRun> type_signature(MPI_Datatype type, std::int64_t count) {
+  const auto layout = type_layout(type);
+  std::vector<BasicRun> out;
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (layout->signature.size() == 1) {
+      append_run(out, layout->signature[0].type, count * layout->signature[0].count);
+      break;
+    }
+    for (const BasicRun& r : layout->signature) append_run(out, r.type, r.count);
+  }
+  return out;
+}
+
+bool same_signature(MPI_Datatype a, std::int64_t count_a, MPI_Datatype b, std::int64_t count_b) {
+  const auto sa = type_signature(a, count_a);
+  const auto sb = type_signature(b, count_b);
+  if (sa.size() != sb.size()) return false;
+  for (std::size_t i = 0; i < sa.size(); ++i)
+    if (sa[i].type != sb[i].type || sa[i].count != sb[i].count) return false;
+  return true;
+}
+
+std::int64_t type_layout_decodings() { return g_decodings; }
+
+}  // namespace tb
