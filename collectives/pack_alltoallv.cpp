@@ -50,8 +50,15 @@ void PackAlltoallv::run(const AlltoallwArgs& a) {
   const MPI_Datatype* stype = in_place ? a.recvtypes : a.sendtypes;
 
   const int P = c.size, r = c.rank;
-  std::vector<std::shared_ptr<const TypeLayout>> slayout(P), rlayout(P);
-  std::vector<std::int64_t> sbytes(P, 0), rbytes(P, 0);
+  // Per-call tables live in the object: once warm, a call allocates nothing.
+  auto& slayout = slayout_;
+  auto& rlayout = rlayout_;
+  auto& sbytes = sbytes_;
+  auto& rbytes = rbytes_;
+  slayout.assign(static_cast<std::size_t>(P), nullptr);
+  rlayout.assign(static_cast<std::size_t>(P), nullptr);
+  sbytes.assign(static_cast<std::size_t>(P), 0);
+  rbytes.assign(static_cast<std::size_t>(P), 0);
   for (int p = 0; p < P; ++p) {
     if (scount[p] > 0) {
       slayout[p] = type_layout(stype[p]);

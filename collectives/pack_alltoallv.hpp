@@ -14,8 +14,11 @@
 #pragma once
 
 #include "collectives/alltoallw.hpp"
+#include "collectives/type_layout.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tb {
@@ -30,6 +33,8 @@ class PackAlltoallv final : public AlltoallwAlgorithm {
   std::string path_ = "pack_alltoallv";
   std::vector<std::byte> send_, recv_;
   std::vector<int> scounts_, sdispls_, rcounts_, rdispls_;
+  std::vector<std::shared_ptr<const TypeLayout>> slayout_, rlayout_;
+  std::vector<std::int64_t> sbytes_, rbytes_;
 };
 
 }  // namespace tb

@@ -75,7 +75,8 @@ void SubarrayRedistribution::free_types() noexcept {
       if (t != MPI_DATATYPE_NULL && t != mpi_datatype(element_type())) MPI_Type_free(&t);
 }
 
-std::string SubarrayRedistribution::method() const { return "alltoallw:" + std::string(algorithm_->name()); }
+// After a run, the path the algorithm really took (it names a delegation, if any).
+std::string SubarrayRedistribution::method() const { return "alltoallw:" + algorithm_->last_path(); }
 
 void SubarrayRedistribution::do_forward(const void* in, void* out) {
   algorithm_->run({in, send_counts_.data(), zero_displs_.data(), send_types_.data(), out, recv_counts_.data(),

@@ -162,11 +162,19 @@ TEST_P(RedistributionMatrix, EveryAxisPairEveryGridMatchesTheGlobalPattern) {
   }
 }
 
+// Every registered Alltoallw algorithm and the local-remap baseline.
+std::vector<std::string> all_methods() {
+  std::vector<std::string> methods;
+  for (const auto& info : alltoallw_algorithms()) methods.emplace_back(info.name);
+  methods.emplace_back("local_remap");
+  return methods;
+}
+
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (int d = 2; d <= 5; ++d)
     for (ElementType t : kAllElementTypes)
-      for (const char* m : {"native", "local_remap"}) cases.push_back({d, t, m});
+      for (const auto& m : all_methods()) cases.push_back({d, t, m});
   return cases;
 }
 
@@ -184,7 +192,7 @@ TEST(Redistribution, PencilChainThroughEveryAxisAndBack) {
   const ElementType t = ElementType::c64;
   std::vector<Pencil> pencils{Pencil(grid, {6, 5, 7, 4}, 3)};
   for (int axis : {2, 1, 0}) pencils.push_back(pencils.back().realigned(axis));
-  for (const char* method : {"native", "local_remap"}) {
+  for (const auto& method : all_methods()) {
     std::vector<std::unique_ptr<Redistribution>> plans;
     std::vector<std::vector<std::byte>> arrays;
     for (std::size_t i = 0; i < pencils.size(); ++i) arrays.push_back(buffer(pencils[i], t, std::byte{0x11}));
@@ -209,7 +217,7 @@ TEST(Redistribution, AxesShorterThanTheirRankCountLeaveRanksEmpty) {
     EXPECT_GT(empty_ranks, 0);
   }
   for (ElementType t : kAllElementTypes)
-    for (const char* method : {"native", "local_remap"}) {
+    for (const auto& method : all_methods()) {
       auto plan = make_redistribution(in, out, t, method);
       EXPECT_EQ(check_round_trip(*plan), 0) << method << " " << element_type_name(t);
     }

@@ -1,0 +1,104 @@
+// tb-bench-pack: the testbed's packer (collectives/pack.hpp) against memcpy and MPI_Pack.
+//
+// Every benchmark moves the same number of bytes per iteration (--total, 32 MiB by default,
+// beyond the caches): memcpy of one contiguous run; pack and unpack of an hvector of blocks of
+// B bytes at stride 2B (MPI_BYTE), with the testbed's packer and with MPI_Pack/MPI_Unpack. Read
+// the bytes_per_second column: pack/memcpy is the packer's fraction of memcpy bandwidth.
+//
+//   build/mpich/bin/tb-bench-pack --benchmark_min_time=0.2
+#include "collectives/mpi_error.hpp"
+#include "collectives/pack.hpp"
+#include "collectives/type_layout.hpp"
+#include "microbench/run_metadata.hpp"
+
+#include <benchmark/benchmark.h>
+#include <mpi.h>
+
+#include <cstring>
+#include <vector>
+
+namespace {
+
+constexpr std::int64_t kTotal = 32 << 20;
+
+struct Strided {
+  explicit Strided(std::int64_t block) {
+    TB_MPI_CHECK(MPI_Type_create_hvector(static_cast<int>(kTotal / block), static_cast<int>(block), 2 * block, MPI_BYTE,
+                                         &type));
+    TB_MPI_CHECK(MPI_Type_commit(&type));
+    source.assign(static_cast<std::size_t>(2 * kTotal), std::byte{1});
+    packed.assign(static_cast<std::size_t>(kTotal), std::byte{2});
+  }
+  ~Strided() { MPI_Type_free(&type); }
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  std::vector<std::byte> source, packed;
+};
+
+void BM_Memcpy(benchmark::State& state) {
+  std::vector<std::byte> a(static_cast<std::size_t>(kTotal), std::byte{1}), b(a.size(), std::byte{2});
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), a.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kTotal);
+}
+
+void BM_Pack(benchmark::State& state) {
+  Strided s(state.range(0));
+  const auto layout = tb::type_layout(s.type);
+  for (auto _ : state) {
+    tb::pack(s.source.data(), 1, *layout, s.packed.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kTotal);
+}
+
+void BM_Unpack(benchmark::State& state) {
+  Strided s(state.range(0));
+  const auto layout = tb::type_layout(s.type);
+  for (auto _ : state) {
+    tb::unpack(s.packed.data(), 1, *layout, s.source.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kTotal);
+}
+
+void BM_MpiPack(benchmark::State& state) {
+  Strided s(state.range(0));
+  for (auto _ : state) {
+    int position = 0;
+    MPI_Pack(s.source.data(), 1, s.type, s.packed.data(), static_cast<int>(kTotal), &position, MPI_COMM_SELF);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kTotal);
+}
+
+void BM_MpiUnpack(benchmark::State& state) {
+  Strided s(state.range(0));
+  for (auto _ : state) {
+    int position = 0;
+    MPI_Unpack(s.packed.data(), static_cast<int>(kTotal), &position, s.source.data(), 1, s.type, MPI_COMM_SELF);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kTotal);
+}
+
+BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
+#define TB_BLOCKS ->Arg(8)->Arg(64)->Arg(256)->Arg(1024)->Arg(4096)->Arg(65536)->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_Pack) TB_BLOCKS;
+BENCHMARK(BM_MpiPack) TB_BLOCKS;
+BENCHMARK(BM_Unpack) TB_BLOCKS;
+BENCHMARK(BM_MpiUnpack) TB_BLOCKS;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("mpi_library", tb::mpi_library_version());
+  benchmark::AddCustomContext("git_commit", tb::git_commit());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  MPI_Finalize();
+  return 0;
+}
