@@ -120,14 +120,21 @@ int run(const Options& opt) {
                 meta["git_commit"].get<std::string>().c_str());
     std::printf("  local array: up to %.2f MiB per rank; timing: %d inner x %zu outer, MAX over ranks\n\n",
                 static_cast<double>(max_bytes) / (1 << 20), opt.timing.inner, floor.seconds_per_op.size());
-    std::printf("  %-26s %-9s %12s %12s %14s %14s\n", "method", "verified", "fastest ms", "median ms", "fastest/floor",
-                "median/floor");
-    std::printf("  %-26s %-9s %12.3f %12.3f %14s %14s\n", "memcpy floor", "-", floor.fastest() * 1e3,
-                floor.median() * 1e3, "1.00", "1.00");
+    // Ratios to native (fastest over fastest) when native ran in this invocation.
+    double native = 0.0;
     for (const auto& r : results)
-      std::printf("  %-26s %-9s %12.3f %12.3f %14.2f %14.2f\n", r.method.c_str(), r.verified ? "yes" : "FAILED",
+      if (r.method == "alltoallw:native") native = r.timing.fastest();
+    std::printf("  %-26s %-9s %12s %12s %14s %14s %12s\n", "method", "verified", "fastest ms", "median ms",
+                "fastest/floor", "median/floor", "vs native");
+    std::printf("  %-26s %-9s %12.3f %12.3f %14s %14s %12s\n", "memcpy floor", "-", floor.fastest() * 1e3,
+                floor.median() * 1e3, "1.00", "1.00", "");
+    for (const auto& r : results) {
+      char vs_native[32] = "";
+      if (native > 0) std::snprintf(vs_native, sizeof vs_native, "%.2f", r.timing.fastest() / native);
+      std::printf("  %-26s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", r.method.c_str(), r.verified ? "yes" : "FAILED",
                   r.timing.fastest() * 1e3, r.timing.median() * 1e3, r.timing.fastest() / floor.fastest(),
-                  r.timing.median() / floor.median());
+                  r.timing.median() / floor.median(), vs_native);
+    }
 
     nlohmann::json rows = nlohmann::json::array();
     auto row = [&](const std::string& method, const char* verified, const tb::Timing& t) {
