@@ -3,6 +3,7 @@
 #include "collectives/mpi_error.hpp"
 
 #include <cstddef>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -297,7 +298,12 @@ std::shared_ptr<const TypeLayout> type_layout(MPI_Datatype type) {
   if (type == MPI_DATATYPE_NULL) throw std::invalid_argument("type_layout: MPI_DATATYPE_NULL");
   int ni, na, nt, combiner = 0;
   TB_MPI_CHECK(PMPI_Type_get_envelope(type, &ni, &na, &nt, &combiner));
-  if (combiner == MPI_COMBINER_NAMED) return decode(type);  // predefined types carry no attributes
+  if (combiner == MPI_COMBINER_NAMED) {  // predefined types carry no attributes: keep them here
+    static std::map<MPI_Datatype, std::shared_ptr<const TypeLayout>> named;
+    auto& entry = named[type];
+    if (!entry) entry = decode(type);
+    return entry;
+  }
   void* value = nullptr;
   int found = 0;
   TB_MPI_CHECK(PMPI_Type_get_attr(type, keyval(), &value, &found));

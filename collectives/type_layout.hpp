@@ -7,7 +7,8 @@
 // in memory merged. Offsets are relative to the buffer origin (not to the lower bound); the
 // i-th of `count` instances sits at i * extent. The result is cached on the datatype itself
 // (an attribute keyval), so later calls on the same type cost one attribute lookup, and the
-// cache entry dies with the type.
+// cache entry dies with the type; predefined types (which take no attributes) are kept in a
+// table of their own.
 //
 // The signature (run-length list of basic types) is kept too: two (count, type) pairs match
 // when their signatures are equal (MPI's rule for a send matching a receive).
