@@ -4,9 +4,11 @@
 
 namespace tb {
 
-void NativeAlltoallw::run(const AlltoallwArgs& a) {
+void native_alltoallw(const AlltoallwArgs& a) {
   TB_MPI_CHECK(PMPI_Alltoallw(a.sendbuf, a.sendcounts, a.sdispls, a.sendtypes, a.recvbuf, a.recvcounts,
                               a.rdispls, a.recvtypes, a.comm));
 }
+
+void NativeAlltoallw::run(const AlltoallwArgs& a) { native_alltoallw(a); }
 
 }  // namespace tb

@@ -11,6 +11,9 @@
 
 namespace tb {
 
+// One PMPI_Alltoallw with the given arguments; what other algorithms delegate to.
+void native_alltoallw(const AlltoallwArgs& args);
+
 class NativeAlltoallw final : public AlltoallwAlgorithm {
  public:
   std::string_view name() const override { return "native"; }

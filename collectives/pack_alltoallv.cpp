@@ -1,6 +1,7 @@
 #include "collectives/pack_alltoallv.hpp"
 
 #include "collectives/mpi_error.hpp"
+#include "collectives/native.hpp"
 #include "collectives/pack.hpp"
 
 #include <climits>
@@ -37,8 +38,7 @@ void PackAlltoallv::run(const AlltoallwArgs& a) {
   const AlltoallwComm c = check_alltoallw_args(a, name());
   if (c.inter) {
     path_ = "native (intercommunicator)";
-    TB_MPI_CHECK(PMPI_Alltoallw(a.sendbuf, a.sendcounts, a.sdispls, a.sendtypes, a.recvbuf, a.recvcounts, a.rdispls,
-                                a.recvtypes, a.comm));
+    native_alltoallw(a);
     return;
   }
   const bool in_place = a.sendbuf == MPI_IN_PLACE;

@@ -2,6 +2,7 @@
 
 #include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
+#include "collectives/native.hpp"
 #include "collectives/pack.hpp"
 
 namespace tb {
@@ -25,8 +26,7 @@ void PairwiseAlltoallw::run(const AlltoallwArgs& a) {
   const AlltoallwComm c = check_alltoallw_args(a, name());
   if (c.inter) {
     path_ = "native (intercommunicator)";
-    TB_MPI_CHECK(PMPI_Alltoallw(a.sendbuf, a.sendcounts, a.sdispls, a.sendtypes, a.recvbuf, a.recvcounts, a.rdispls,
-                                a.recvtypes, a.comm));
+    native_alltoallw(a);
     return;
   }
   path_ = "pairwise";
