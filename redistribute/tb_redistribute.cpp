@@ -150,8 +150,12 @@ int run(const Options& opt) {
     for (const auto& r : results) row(r.method, r.verified ? "yes" : "no", r.timing);
 
     if (!opt.json.empty()) {
+      // JSON rows also carry every outer repetition's time, for distributions.
+      nlohmann::json detailed = rows;
+      detailed[0]["samples_s"] = floor.seconds_per_op;
+      for (std::size_t i = 0; i < results.size(); ++i) detailed[i + 1]["samples_s"] = results[i].timing.seconds_per_op;
       std::ofstream f(opt.json);
-      f << nlohmann::json{{"metadata", meta}, {"results", rows}}.dump(2) << "\n";
+      f << nlohmann::json{{"metadata", meta}, {"results", detailed}}.dump(2) << "\n";
       if (!f) throw std::runtime_error("cannot write " + opt.json);
     }
     if (!opt.csv.empty()) {
