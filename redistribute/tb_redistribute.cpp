@@ -65,6 +65,21 @@ std::vector<std::string> expand_methods(const std::vector<std::string>& methods)
   return out;
 }
 
+// Checks what depends only on the command line, identically on every rank, so that bad input
+// ends the job cleanly (exit code 2, one message) instead of through MPI_Abort.
+void validate(const Options& opt) {
+  const int d = static_cast<int>(opt.shape.size());
+  if (d < 2) throw std::invalid_argument("--shape needs at least 2 axes, got " + std::to_string(d));
+  for (auto n : opt.shape)
+    if (n < 1) throw std::invalid_argument("--shape: every axis needs length 1 or more");
+  const int from = opt.from_axis >= 0 ? opt.from_axis : d - 1;
+  if (from >= d || opt.to_axis < 0 || opt.to_axis >= d)
+    throw std::invalid_argument("--from-axis and --to-axis must lie in 0.." + std::to_string(d - 1));
+  if (from == opt.to_axis) throw std::invalid_argument("--from-axis and --to-axis must differ");
+  tb::parse_element_type(opt.type);
+  expand_methods(opt.methods);
+}
+
 int run(const Options& opt) {
   int rank = 0;
   TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -224,6 +239,13 @@ int main(int argc, char** argv) {
     if (rank == 0) std::cout << tb::alltoallw_algorithm_list() << "local_remap     pack + MPI_Alltoall(v) + unpack (redistribution baseline)\n";
     MPI_Finalize();
     return 0;
+  }
+  try {
+    validate(opt);
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "tb-redistribute: error: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
   }
   try {
     code = run(opt);

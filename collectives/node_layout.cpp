@@ -1,0 +1,104 @@
+#include "collectives/node_layout.hpp"
+
+#include "collectives/mpi_error.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace tb {
+namespace {
+
+int g_key = MPI_KEYVAL_INVALID;
+
+int free_layout(MPI_Comm, int, void* value, void*) {
+  auto* layout = static_cast<NodeLayout*>(value);
+  if (layout->leader_comm != MPI_COMM_NULL) PMPI_Comm_free(&layout->leader_comm);
+  if (layout->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&layout->node_comm);
+  delete layout;
+  return MPI_SUCCESS;
+}
+
+int positive_env(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (*end != '\0' || v < 1 || v > 1 << 20)
+    throw std::invalid_argument(std::string(name) + "='" + text + "' is not a positive integer");
+  return static_cast<int>(v);
+}
+
+// The virtual node id of `rank` among `size`, or -1 when no emulation is asked for.
+int virtual_node(int rank, int size, std::string& source) {
+  const int per_node = positive_env("TB_RANKS_PER_NODE");
+  const int num_nodes = positive_env("TB_NUM_NODES");
+  if (per_node > 0 && num_nodes > 0)
+    throw std::invalid_argument("set TB_RANKS_PER_NODE or TB_NUM_NODES, not both");
+  if (per_node > 0) {
+    source = "TB_RANKS_PER_NODE=" + std::to_string(per_node);
+    return rank / per_node;
+  }
+  if (num_nodes > 0) {
+    const char* order = std::getenv("TB_NODE_ORDER");
+    const std::string o = order ? order : "block";
+    source = "TB_NUM_NODES=" + std::to_string(num_nodes) + " (" + o + ")";
+    if (o == "round-robin") return rank % num_nodes;
+    if (o != "block") throw std::invalid_argument("TB_NODE_ORDER='" + o + "': use block or round-robin");
+    // Blocks as even as possible: the first size mod K nodes get one rank more.
+    const int base = size / num_nodes, extra = size % num_nodes;
+    const int cut = extra * (base + 1);
+    return rank < cut ? rank / (base + 1) : extra + (base > 0 ? (rank - cut) / base : 0);
+  }
+  return -1;
+}
+
+}  // namespace
+
+const NodeLayout& node_layout(MPI_Comm comm) {
+  if (g_key == MPI_KEYVAL_INVALID)
+    TB_MPI_CHECK(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_layout, &g_key, nullptr));
+  void* value = nullptr;
+  int found = 0;
+  TB_MPI_CHECK(PMPI_Comm_get_attr(comm, g_key, &value, &found));
+  if (found) return *static_cast<NodeLayout*>(value);
+
+  int rank = 0, size = 0;
+  TB_MPI_CHECK(PMPI_Comm_rank(comm, &rank));
+  TB_MPI_CHECK(PMPI_Comm_size(comm, &size));
+  auto* layout = new NodeLayout;
+  try {
+    layout->source = "shared memory (MPI_COMM_TYPE_SHARED)";
+    std::string source;
+    const int vnode = virtual_node(rank, size, source);
+    MPI_Comm shared = MPI_COMM_NULL;
+    TB_MPI_CHECK(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared));
+    if (vnode >= 0) {
+      layout->source = source + " within shared-memory nodes";
+      const int rc = PMPI_Comm_split(shared, vnode, rank, &layout->node_comm);
+      PMPI_Comm_free(&shared);
+      TB_MPI_CHECK(rc);
+    } else {
+      layout->node_comm = shared;
+    }
+    TB_MPI_CHECK(PMPI_Comm_rank(layout->node_comm, &layout->node_rank));
+    TB_MPI_CHECK(PMPI_Comm_size(layout->node_comm, &layout->node_size));
+    // Leaders (node rank 0) form their own communicator, ordered by their rank in comm, which
+    // numbers the nodes; every rank learns its node's number from its leader.
+    TB_MPI_CHECK(PMPI_Comm_split(comm, layout->node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &layout->leader_comm));
+    if (layout->leader_comm != MPI_COMM_NULL) {
+      TB_MPI_CHECK(PMPI_Comm_rank(layout->leader_comm, &layout->node));
+      TB_MPI_CHECK(PMPI_Comm_size(layout->leader_comm, &layout->nodes));
+    }
+    int ids[2] = {layout->node, layout->nodes};
+    TB_MPI_CHECK(PMPI_Bcast(ids, 2, MPI_INT, 0, layout->node_comm));
+    layout->node = ids[0];
+    layout->nodes = ids[1];
+    TB_MPI_CHECK(PMPI_Comm_set_attr(comm, g_key, layout));
+  } catch (...) {
+    free_layout(comm, g_key, layout, nullptr);
+    throw;
+  }
+  return *layout;
+}
+
+}  // namespace tb
