@@ -9,7 +9,7 @@ namespace {
 
 // Calls f(byte pointer offset, length) for every block of `count` instances, in order.
 template <class F>
-void for_each_block(std::int64_t count, const TypeLayout& l, F f) {
+void for_each_block(std::int64_t count, const BlockSpan& l, F f) {
   if (count <= 0 || l.size == 0) return;
   if (l.dense()) {
     f(std::int64_t{0}, count * l.extent);
@@ -17,13 +17,13 @@ void for_each_block(std::int64_t count, const TypeLayout& l, F f) {
   }
   for (std::int64_t i = 0; i < count; ++i) {
     const std::int64_t base = i * l.extent;
-    for (const ByteBlock& b : l.blocks) f(base + b.offset, b.length);
+    for (std::size_t k = 0; k < l.count; ++k) f(base + l.blocks[k].offset, l.blocks[k].length);
   }
 }
 
 }  // namespace
 
-void pack(const void* buf, std::int64_t count, const TypeLayout& layout, std::byte* out) {
+void pack(const void* buf, std::int64_t count, BlockSpan layout, std::byte* out) {
   const auto* in = static_cast<const std::byte*>(buf);
   for_each_block(count, layout, [&](std::int64_t offset, std::int64_t length) {
     std::memcpy(out, in + offset, static_cast<std::size_t>(length));
@@ -31,7 +31,7 @@ void pack(const void* buf, std::int64_t count, const TypeLayout& layout, std::by
   });
 }
 
-void unpack(const std::byte* in, std::int64_t count, const TypeLayout& layout, void* buf) {
+void unpack(const std::byte* in, std::int64_t count, BlockSpan layout, void* buf) {
   auto* out = static_cast<std::byte*>(buf);
   for_each_block(count, layout, [&](std::int64_t offset, std::int64_t length) {
     std::memcpy(out + offset, in, static_cast<std::size_t>(length));
@@ -39,8 +39,7 @@ void unpack(const std::byte* in, std::int64_t count, const TypeLayout& layout, v
   });
 }
 
-void copy_typed(const void* src, std::int64_t count_s, const TypeLayout& ls, void* dst, std::int64_t count_d,
-                const TypeLayout& ld) {
+void copy_typed(const void* src, std::int64_t count_s, BlockSpan ls, void* dst, std::int64_t count_d, BlockSpan ld) {
   if (count_s * ls.size != count_d * ld.size)
     throw std::invalid_argument("copy_typed: source holds " + std::to_string(count_s * ls.size) +
                                 " bytes, destination " + std::to_string(count_d * ld.size));
@@ -59,7 +58,7 @@ void copy_typed(const void* src, std::int64_t count_s, const TypeLayout& ls, voi
     }
     while (ld.blocks[db].length == dused) {
       dused = 0;
-      if (++db == ld.blocks.size()) {
+      if (++db == ld.count) {
         db = 0;
         ++di;
       }

@@ -1,6 +1,7 @@
 #include "collectives/registry.hpp"
 
 #include "collectives/native.hpp"
+#include "collectives/node_leader.hpp"
 #include "collectives/pack_alltoallv.hpp"
 #include "collectives/pairwise.hpp"
 
@@ -22,6 +23,9 @@ const std::array kAlgorithms{
                            &make<PairwiseAlltoallw>},
     AlltoallwAlgorithmInfo{"pack_alltoallv", "own packer from flattened block lists + MPI_Alltoallv of bytes",
                            &make<PackAlltoallv>},
+    AlltoallwAlgorithmInfo{"node_leader",
+                           "on-node data through shared memory, one aggregated message per node pair via leaders",
+                           &make<NodeLeaderAlltoallw>},
 };
 
 }  // namespace

@@ -10,6 +10,10 @@
 //
 //   TB_CONFORMANCE_SEED=<n>   the seed (printed at the start and in every failure)
 //   TB_CONFORMANCE_CASES=<n>  cases per run (default 200; the long mode uses 10000)
+//   TB_CONFORMANCE_SEND_BUFFER=shared  send buffers live in a NodeSharedBuffer, which lets
+//                             node_leader take its single-copy path (asserted to run)
+#include "collectives/node_layout.hpp"
+#include "collectives/node_shared_buffer.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/type_layout.hpp"
 #include "mpi_test_support.hpp"
@@ -19,6 +23,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
 
 namespace tb {
 namespace {
@@ -26,6 +33,11 @@ namespace {
 std::uint64_t seed_from_env() {
   const char* s = std::getenv("TB_CONFORMANCE_SEED");
   return s ? std::strtoull(s, nullptr, 10) : 20261130u;
+}
+
+bool shared_send_from_env() {
+  const char* s = std::getenv("TB_CONFORMANCE_SEND_BUFFER");
+  return s != nullptr && std::string(s) == "shared";
 }
 
 int cases_from_env(int fallback) {
@@ -170,9 +182,17 @@ std::vector<std::byte> sendrecv_to_self(const CaseArgs& c, bool in_place) {
   return recv;
 }
 
-std::vector<std::byte> run(AlltoallwAlgorithm& algorithm, const CaseArgs& c, MPI_Comm comm, bool in_place) {
+// With `shared`, the send data is copied into that node-shared buffer and sent from there.
+std::vector<std::byte> run(AlltoallwAlgorithm& algorithm, const CaseArgs& c, MPI_Comm comm, bool in_place,
+                           NodeSharedBuffer* shared = nullptr) {
   std::vector<std::byte> recv = c.recv_initial;
-  AlltoallwArgs a{in_place ? MPI_IN_PLACE : c.sendbuf.data(),
+  const void* send = c.sendbuf.data();
+  if (shared != nullptr && !in_place) {
+    if (c.sendbuf.size() > shared->size()) throw std::length_error("conformance case larger than the shared buffer");
+    std::memcpy(shared->data(), c.sendbuf.data(), c.sendbuf.size());
+    send = shared->data();
+  }
+  AlltoallwArgs a{in_place ? MPI_IN_PLACE : send,
                   in_place ? nullptr : c.scounts.data(),
                   in_place ? nullptr : c.sdispls.data(),
                   in_place ? nullptr : c.stypes.data(),
@@ -191,6 +211,9 @@ void run_cases(MPI_Comm comm, int cases) {
   for (const auto& info : alltoallw_algorithms())
     if (info.name != "native") others.push_back(info.make());
   ASSERT_FALSE(others.empty());
+  std::unique_ptr<NodeSharedBuffer> shared;
+  if (shared_send_from_env()) shared = std::make_unique<NodeSharedBuffer>(comm, std::size_t{1} << 20);
+  std::int64_t single_copy_runs = 0;
   if (test::world_rank() == 0)
     std::printf("[ seed ] TB_CONFORMANCE_SEED=%llu, %d cases, %zu algorithms against native\n",
                 static_cast<unsigned long long>(seed), cases, others.size());
@@ -210,7 +233,7 @@ void run_cases(MPI_Comm comm, int cases) {
           << "native MPI_Alltoallw differs from MPI_Sendrecv to self: TB_CONFORMANCE_SEED=" << seed << " case " << index;
     }
     for (auto& algorithm : others) {
-      const auto got = run(*algorithm, c, comm, in_place);
+      const auto got = run(*algorithm, c, comm, in_place, shared.get());
       std::int64_t differ = 0, first = -1;
       for (std::size_t i = 0; i < got.size(); ++i)
         if (got[i] != reference[i]) {
@@ -218,6 +241,7 @@ void run_cases(MPI_Comm comm, int cases) {
           ++differ;
         }
       const std::string path = algorithm->last_path();
+      single_copy_runs += path.find("single-copy") != std::string::npos;
       const bool real_path = path.rfind(std::string(algorithm->name()), 0) == 0;
       const std::int64_t bad = test::sum_over_ranks(differ + (real_path ? 0 : 1), comm);
       EXPECT_EQ(bad, 0) << algorithm->name() << " differs from native: TB_CONFORMANCE_SEED=" << seed << " case " << index
@@ -236,6 +260,15 @@ void run_cases(MPI_Comm comm, int cases) {
         }
         return;
       }
+    }
+  }
+  // Shared send buffers must make node_leader read on-node peers' data directly at least once
+  // whenever a node holds two ranks of this communicator (decided together: no rank may skip the sum).
+  if (shared && cases >= 20) {
+    const std::int64_t shared_nodes = test::sum_over_ranks(node_layout(comm).node_size > 1 ? 1 : 0, comm);
+    const std::int64_t runs = test::sum_over_ranks(single_copy_runs, comm);
+    if (shared_nodes > 0) {
+      EXPECT_GT(runs, 0) << "node_leader never took its single-copy path";
     }
   }
   if (P == 1 && test::is_open_mpi() && me == 0)
