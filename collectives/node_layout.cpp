@@ -52,6 +52,22 @@ int virtual_node(int rank, int size, std::string& source) {
   return -1;
 }
 
+// MPICH fakes nodes itself when asked: MPIR_CVAR_NUM_CLIQUES=k deals ranks round-robin into k
+// cliques and MPIR_CVAR_NOLOCAL=1 makes every rank its own node; MPI_COMM_TYPE_SHARED then
+// reports those nodes. Named in the layout's source so results say how nodes were formed.
+std::string mpich_node_emulation() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  PMPI_Get_library_version(version, &len);
+  if (std::string(version, static_cast<std::size_t>(len)).find("MPICH") == std::string::npos) return "";
+  std::string text;
+  for (const char* name : {"MPIR_CVAR_NUM_CLIQUES", "MPIR_CVAR_NOLOCAL", "MPIR_CVAR_ODD_EVEN_CLIQUES"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') text += std::string(", ") + name + "=" + v;
+  }
+  return text;
+}
+
 }  // namespace
 
 const NodeLayout& node_layout(MPI_Comm comm) {
@@ -67,7 +83,7 @@ const NodeLayout& node_layout(MPI_Comm comm) {
   TB_MPI_CHECK(PMPI_Comm_size(comm, &size));
   auto* layout = new NodeLayout;
   try {
-    layout->source = "shared memory (MPI_COMM_TYPE_SHARED)";
+    layout->source = "shared memory (MPI_COMM_TYPE_SHARED" + mpich_node_emulation() + ")";
     std::string source;
     const int vnode = virtual_node(rank, size, source);
     MPI_Comm shared = MPI_COMM_NULL;

@@ -49,8 +49,13 @@ int numa_domain() {
   return id;
 }
 
+int g_live_states = 0;
+
 // What node_leader keeps per communicator.
 struct NodeState {
+  NodeState() { ++g_live_states; }
+  NodeState(const NodeState&) = delete;
+  NodeState& operator=(const NodeState&) = delete;
   int P = 0, rank = 0;
   int nodes = 1, node = 0;  // node count, my node
   int L = 1, lm = 0;        // ranks on my node, my index among them
@@ -114,6 +119,7 @@ struct NodeState {
   }
 
   ~NodeState() {
+    --g_live_states;
     free_data_window();
     if (ctrl_win != MPI_WIN_NULL) {
       PMPI_Win_unlock_all(ctrl_win);
@@ -256,6 +262,8 @@ void note(std::string& error, const std::string& text) {
 }
 
 }  // namespace
+
+int node_leader_live_states() { return g_live_states; }
 
 NodeLeaderStats node_leader_stats(MPI_Comm comm) {
   NodeLeaderStats s;

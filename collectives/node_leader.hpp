@@ -70,4 +70,8 @@ struct NodeLeaderStats {
 };
 NodeLeaderStats node_leader_stats(MPI_Comm comm);
 
+// How many communicators of this process hold node_leader state (windows, duplicated
+// communicators) right now; it drops when such a communicator is freed.
+int node_leader_live_states();
+
 }  // namespace tb

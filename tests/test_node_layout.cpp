@@ -18,8 +18,15 @@ std::vector<int> expected_nodes(int size) {
   const char* rpn = std::getenv("TB_RANKS_PER_NODE");
   const char* num = std::getenv("TB_NUM_NODES");
   const char* order = std::getenv("TB_NODE_ORDER");
+  // MPICH's own emulation (the test variants set it on MPICH builds only).
+  const char* cliques = std::getenv("MPIR_CVAR_NUM_CLIQUES");
+  const char* nolocal = std::getenv("MPIR_CVAR_NOLOCAL");
   for (int r = 0; r < size; ++r) {
-    if (rpn) {
+    if (nolocal && std::string(nolocal) == "1") {
+      node[r] = r;
+    } else if (cliques) {
+      node[r] = r % std::atoi(cliques);
+    } else if (rpn) {
       node[r] = r / std::atoi(rpn);
     } else if (num && order && std::string(order) == "round-robin") {
       node[r] = r % std::atoi(num);
@@ -34,6 +41,8 @@ std::vector<int> expected_nodes(int size) {
   }
   return node;
 }
+
+bool cliques_or_nolocal() { return std::getenv("MPIR_CVAR_NUM_CLIQUES") || std::getenv("MPIR_CVAR_NOLOCAL"); }
 
 TEST(NodeLayout, MatchesTheRealOrVirtualNodes) {
   const int size = test::world_size(), rank = test::world_rank();
@@ -59,6 +68,9 @@ TEST(NodeLayout, MatchesTheRealOrVirtualNodes) {
   EXPECT_EQ(&node_layout(MPI_COMM_WORLD), &layout) << "the layout is cached on the communicator";
   if (std::getenv("TB_RANKS_PER_NODE") || std::getenv("TB_NUM_NODES")) {
     EXPECT_NE(layout.source.find("TB_"), std::string::npos) << layout.source;
+  }
+  if (cliques_or_nolocal()) {
+    EXPECT_NE(layout.source.find("MPIR_CVAR_"), std::string::npos) << layout.source;
   }
 }
 
