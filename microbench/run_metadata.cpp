@@ -1,6 +1,7 @@
 #include "microbench/run_metadata.hpp"
 
 #include "collectives/mpi_error.hpp"
+#include "collectives/node_layout.hpp"
 
 #include <hwloc.h>
 #include <unistd.h>
@@ -98,6 +99,10 @@ nlohmann::json run_metadata(MPI_Comm comm) {
   j["ranks"] = ranks;
   j["nodes"] = nodes;
   j["max_ranks_per_node"] = max_per_node;
+  // The nodes the node-aware algorithms see: MPI's, split further by TB_RANKS_PER_NODE /
+  // TB_NUM_NODES when set (virtual nodes on one host).
+  const NodeLayout& layout = node_layout(comm);
+  j["node_layout"] = {{"nodes", layout.nodes}, {"source", layout.source}};
 
   char host[256] = {};
   gethostname(host, sizeof host - 1);

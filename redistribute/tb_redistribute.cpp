@@ -4,6 +4,7 @@
 //
 //   mpiexec -n 2 tb-redistribute --shape 128,128,128 --type c64 --method native,local_remap
 #include "collectives/mpi_error.hpp"
+#include "collectives/node_shared_buffer.hpp"
 #include "collectives/registry.hpp"
 #include "microbench/run_metadata.hpp"
 #include "microbench/timing.hpp"
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 namespace {
@@ -31,6 +33,30 @@ struct Options {
   std::vector<std::string> methods{"native", "local_remap"};
   tb::TimingOptions timing{3, 50, 30.0, 5};
   std::string csv, json;
+  std::string buffers = "private";  // or "shared": arrays in node-shared memory (NodeSharedBuffer)
+};
+
+// One local array: a private vector, or a segment of a NodeSharedBuffer that the other ranks
+// of the node can read (node_leader's single-copy path needs the send array there).
+class LocalArray {
+ public:
+  LocalArray(MPI_Comm comm, std::size_t bytes, bool shared) {
+    if (shared) {
+      shared_ = std::make_unique<tb::NodeSharedBuffer>(comm, bytes);
+    } else {
+      own_.resize(bytes);
+    }
+    size_ = bytes;
+  }
+  std::byte* data() { return shared_ ? shared_->data() : own_.data(); }
+  std::size_t size() const { return size_; }
+  std::byte* begin() { return data(); }
+  std::byte* end() { return data() + size_; }
+
+ private:
+  std::vector<std::byte> own_;
+  std::unique_ptr<tb::NodeSharedBuffer> shared_;
+  std::size_t size_ = 0;
 };
 
 struct Result {
@@ -92,9 +118,10 @@ int run(const Options& opt) {
   const tb::Pencil in_pencil(grid, opt.shape, from);
   const tb::Pencil out_pencil = in_pencil.realigned(opt.to_axis);
   const std::size_t es = tb::element_size(type);
-  std::vector<std::byte> in(static_cast<std::size_t>(in_pencil.local_size()) * es);
-  std::vector<std::byte> out(static_cast<std::size_t>(out_pencil.local_size()) * es);
-  std::vector<std::byte> back(in.size());
+  const bool shared = opt.buffers == "shared";
+  LocalArray in(MPI_COMM_WORLD, static_cast<std::size_t>(in_pencil.local_size()) * es, shared);
+  LocalArray out(MPI_COMM_WORLD, static_cast<std::size_t>(out_pencil.local_size()) * es, shared);
+  LocalArray back(MPI_COMM_WORLD, in.size(), shared);
 
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   long long local_bytes = static_cast<long long>(in.size()), max_bytes = 0;
@@ -126,27 +153,30 @@ int run(const Options& opt) {
   }
 
   if (rank == 0) {
-    std::printf("tb-redistribute  %s  %s  on grid %s (%d ranks, %d node(s))\n", join(opt.shape, "x").c_str(),
+    std::printf("tb-redistribute  %s  %s  on grid %s (%d ranks, %d node(s): %s)\n", join(opt.shape, "x").c_str(),
                 std::string(tb::element_type_name(type)).c_str(), grid->describe().c_str(), meta["ranks"].get<int>(),
-                meta["nodes"].get<int>());
+                meta["node_layout"]["nodes"].get<int>(), meta["node_layout"]["source"].get<std::string>().c_str());
     std::printf("  %s  ->  %s\n", in_pencil.describe().c_str(), out_pencil.describe().c_str());
     std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
                 meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
                 meta["git_commit"].get<std::string>().c_str());
-    std::printf("  local array: up to %.2f MiB per rank; timing: %d inner x %zu outer, MAX over ranks\n\n",
-                static_cast<double>(max_bytes) / (1 << 20), opt.timing.inner, floor.seconds_per_op.size());
+    std::printf("  local array: up to %.2f MiB per rank, %s buffers; timing: %d inner x %zu outer, MAX over ranks\n\n",
+                static_cast<double>(max_bytes) / (1 << 20), opt.buffers.c_str(), opt.timing.inner,
+                floor.seconds_per_op.size());
     // Ratios to native (fastest over fastest) when native ran in this invocation.
     double native = 0.0;
     for (const auto& r : results)
       if (r.method == "alltoallw:native") native = r.timing.fastest();
-    std::printf("  %-26s %-9s %12s %12s %14s %14s %12s\n", "method", "verified", "fastest ms", "median ms",
+    int w = 26;  // the method column fits the longest path description
+    for (const auto& r : results) w = std::max(w, static_cast<int>(r.method.size()));
+    std::printf("  %-*s %-9s %12s %12s %14s %14s %12s\n", w, "method", "verified", "fastest ms", "median ms",
                 "fastest/floor", "median/floor", "vs native");
-    std::printf("  %-26s %-9s %12.3f %12.3f %14s %14s %12s\n", "memcpy floor", "-", floor.fastest() * 1e3,
+    std::printf("  %-*s %-9s %12.3f %12.3f %14s %14s %12s\n", w, "memcpy floor", "-", floor.fastest() * 1e3,
                 floor.median() * 1e3, "1.00", "1.00", "");
     for (const auto& r : results) {
       char vs_native[32] = "";
       if (native > 0) std::snprintf(vs_native, sizeof vs_native, "%.2f", r.timing.fastest() / native);
-      std::printf("  %-26s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", r.method.c_str(), r.verified ? "yes" : "FAILED",
+      std::printf("  %-*s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", w, r.method.c_str(), r.verified ? "yes" : "FAILED",
                   r.timing.fastest() * 1e3, r.timing.median() * 1e3, r.timing.fastest() / floor.fastest(),
                   r.timing.median() / floor.median(), vs_native);
     }
@@ -156,7 +186,7 @@ int run(const Options& opt) {
       rows.push_back({{"tool", "tb-redistribute"}, {"method", method}, {"verified", verified},
                       {"element_type", tb::element_type_name(type)}, {"global_shape", join(opt.shape, "x")},
                       {"grid", grid->describe()}, {"from_axis", from}, {"to_axis", opt.to_axis},
-                      {"local_bytes_max", max_bytes}, {"inner", t.inner}, {"outer", t.seconds_per_op.size()},
+                      {"local_bytes_max", max_bytes}, {"buffers", opt.buffers}, {"inner", t.inner}, {"outer", t.seconds_per_op.size()},
                       {"fastest_s", t.fastest()}, {"median_s", t.median()},
                       {"fastest_over_floor", t.fastest() / floor.fastest()},
                       {"median_over_floor", t.median() / floor.median()}});
@@ -176,7 +206,7 @@ int run(const Options& opt) {
     if (!opt.csv.empty()) {
       std::ofstream f(opt.csv);
       const char* columns[] = {"tool", "method", "verified", "element_type", "global_shape", "grid", "from_axis",
-                               "to_axis", "local_bytes_max", "inner", "outer", "fastest_s", "median_s",
+                               "to_axis", "local_bytes_max", "buffers", "inner", "outer", "fastest_s", "median_s",
                                "fastest_over_floor", "median_over_floor"};
       f << join(columns, ",") << ",ranks,nodes,mpi_library,cores,numa_nodes,environment,git_commit\n";
       for (const auto& r : rows) {
@@ -221,6 +251,11 @@ int main(int argc, char** argv) {
   app.add_option("--inner", opt.timing.inner, "operations per timed inner loop")->capture_default_str();
   app.add_option("--outer", opt.timing.outer, "maximum outer repetitions")->capture_default_str();
   app.add_option("--max-seconds", opt.timing.max_seconds, "stop repeating after this much time per method (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--buffers", opt.buffers,
+                 "private: arrays in ordinary memory; shared: in node-shared memory (MPI_Win_allocate_shared), "
+                 "which node_leader can read with one copy")
+      ->check(CLI::IsMember({"private", "shared"}))
       ->capture_default_str();
   app.add_option("--csv", opt.csv, "write the results as CSV (rank 0)");
   app.add_option("--json", opt.json, "write the results and metadata as JSON (rank 0)");
