@@ -25,8 +25,16 @@ constexpr int kTag = 4242;
 std::int64_t align_up(std::int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The fields each rank publishes per peer, in its control record.
-enum Field : int { SBYTES, RBYTES, FLAG, ADDR, LO, HI, NBLOCKS, COUNT, EXTENT, kFields };
-enum Flag : std::int64_t { STAGED = 0, SINGLE_COPY = 1 };
+// S* describe my send side for that peer, R* my receive side. *ADDR is the buffer origin when
+// the region [origin + *LO, origin + *HI) lies in a NodeSharedBuffer the peer maps (else 0);
+// *BLK is blocks per instance, *NB blocks in all (count x *BLK).
+enum Field : int {
+  SBYTES, SADDR, SLO, SHI, SCOUNT, SEXTENT, SBLK, SNB,
+  RBYTES, RADDR, RLO, RHI, RCOUNT, REXTENT, RBLK, RNB,
+  kFields
+};
+// How one on-node pair's data moves.
+enum class Mode { staged, push, pull };
 constexpr int kHeader = 2;  // [0] error seen by this rank as a leader, [1] unused
 
 // The NUMA domain this process is bound inside, or -1 (unbound, or bound across domains).
@@ -261,6 +269,18 @@ void note(std::string& error, const std::string& text) {
   if (error.empty()) error = text;
 }
 
+// The span [lo, hi) of bytes that `count` instances of a layout touch, relative to the origin.
+void span_of(const TypeLayout& l, std::int64_t count, std::int64_t& lo, std::int64_t& hi) {
+  lo = hi = l.blocks.front().offset;
+  for (const ByteBlock& b : l.blocks) {
+    lo = std::min(lo, b.offset);
+    hi = std::max(hi, b.offset + b.length);
+  }
+  const std::int64_t shift = (count - 1) * l.extent;
+  lo += std::min<std::int64_t>(shift, 0);
+  hi += std::max<std::int64_t>(shift, 0);
+}
+
 }  // namespace
 
 int node_leader_live_states() { return g_live_states; }
@@ -297,65 +317,85 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
   const int P = st.P, me = st.rank, lm = st.lm, L = st.L, N = st.nodes, node = st.node;
   const auto& local = st.members[node];
   const int par = static_cast<int>(++st.calls & 1);
+  const bool direct_allowed = copy_mode == "auto" && !in_place;
   std::string error;  // the first inconsistency seen; thrown after the protocol completes
 
-  // 1. Publish my counts and copy decisions.
+  // 1. Publish both sides of every peer, and where my arrays are readable by on-node peers.
   slayout_.assign(P, nullptr);
   rlayout_.assign(P, nullptr);
   st.header(lm, par, 0) = 0;
   for (int p = 0; p < P; ++p) {
-    std::int64_t sb = 0, rb = 0;
+    std::int64_t v[kFields] = {};
+    const bool on_node_peer = p != me && st.node_of[p] == node;
+    const int peer_pid = on_node_peer ? st.pid[st.local_of[p]] : 0;
     if (scount[p] > 0) {
       slayout_[p] = type_layout(stype[p]);
-      sb = scount[p] * slayout_[p]->size;
+      const TypeLayout& l = *slayout_[p];
+      v[SBYTES] = scount[p] * l.size;
+      v[SCOUNT] = scount[p];
+      v[SEXTENT] = l.extent;
+      v[SBLK] = static_cast<std::int64_t>(l.blocks.size());
+      v[SNB] = l.dense() ? 1 : v[SBLK] * scount[p];  // contiguous runs in all
+      if (v[SBYTES] > 0 && on_node_peer && direct_allowed) {
+        span_of(l, scount[p], v[SLO], v[SHI]);
+        const std::byte* origin = at(sbuf, sdispl[p]);
+        if (readable_by(origin + v[SLO], v[SHI] - v[SLO], peer_pid))
+          v[SADDR] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(origin));
+      }
     }
     if (a.recvcounts[p] > 0) {
       rlayout_[p] = type_layout(a.recvtypes[p]);
-      rb = a.recvcounts[p] * rlayout_[p]->size;
-    }
-    std::int64_t flag = STAGED, addr = 0, lo = 0, hi = 0, nblocks = 0, extent = 0;
-    if (sb > 0 && p != me && !in_place && copy_mode == "auto" && st.node_of[p] == node) {
-      const TypeLayout& l = *slayout_[p];
-      lo = hi = l.blocks.front().offset;
-      for (const ByteBlock& b : l.blocks) {
-        lo = std::min(lo, b.offset);
-        hi = std::max(hi, b.offset + b.length);
-      }
-      const std::int64_t shift = (scount[p] - 1) * l.extent;
-      lo += std::min<std::int64_t>(shift, 0);
-      hi += std::max<std::int64_t>(shift, 0);
-      const std::byte* origin = at(sbuf, sdispl[p]);
-      if (readable_by(origin + lo, hi - lo, st.pid[st.local_of[p]])) {
-        flag = SINGLE_COPY;
-        addr = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(origin));
-        nblocks = static_cast<std::int64_t>(l.blocks.size());
-        extent = l.extent;
+      const TypeLayout& l = *rlayout_[p];
+      v[RBYTES] = a.recvcounts[p] * l.size;
+      v[RCOUNT] = a.recvcounts[p];
+      v[REXTENT] = l.extent;
+      v[RBLK] = static_cast<std::int64_t>(l.blocks.size());
+      v[RNB] = l.dense() ? 1 : v[RBLK] * a.recvcounts[p];
+      if (v[RBYTES] > 0 && on_node_peer && direct_allowed) {
+        span_of(l, a.recvcounts[p], v[RLO], v[RHI]);
+        std::byte* origin = at(a.recvbuf, a.rdispls[p]);
+        if (readable_by(origin + v[RLO], v[RHI] - v[RLO], peer_pid))
+          v[RADDR] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(origin));
       }
     }
-    const std::int64_t values[kFields] = {sb, rb, flag, addr, lo, hi, nblocks, scount[p], extent};
-    for (int f = 0; f < kFields; ++f) st.field(lm, par, static_cast<Field>(f), p) = values[f];
+    for (int f = 0; f < kFields; ++f) st.field(lm, par, static_cast<Field>(f), p) = v[f];
   }
   st.sync();  // B1
 
-  // 2. Everyone derives the same staging layout from the published counts.
-  auto SB = [&](int l, int p) { return st.field(l, par, SBYTES, p); };
-  auto RB = [&](int l, int p) { return st.field(l, par, RBYTES, p); };
-  auto single = [&](int l, int p) { return st.field(l, par, FLAG, p) == SINGLE_COPY; };
+  // 2. Everyone derives the same decisions and staging layout from the published values.
+  auto F = [&](int l, Field f, int p) { return st.field(l, par, f, p); };
+  // The on-node pair (local l -> comm rank d): a direct copy by whichever side's own layout is
+  // more fragmented (it then walks its own array in address order), or staged.
+  auto mode = [&](int l, int d) -> Mode {
+    if (d == local[l] || st.node_of[d] != node || F(l, SBYTES, d) == 0) return Mode::staged;
+    const int ld = st.local_of[d];
+    const bool can_pull = F(l, SADDR, d) != 0, can_push = F(ld, RADDR, local[l]) != 0;
+    if (can_push && can_pull) return F(l, SNB, d) > F(ld, RNB, local[l]) ? Mode::push : Mode::pull;
+    return can_push ? Mode::push : can_pull ? Mode::pull : Mode::staged;
+  };
   auto staged_size = [&](int l, int d) -> std::int64_t {
-    if (d == local[l] || single(l, d)) return 0;
-    return align_up(SB(l, d));
+    if (d == local[l] || mode(l, d) != Mode::staged) return 0;
+    return align_up(F(l, SBYTES, d));
   };
   auto header_bytes = [&](int other) -> std::int64_t {
     return other == node ? 0 : align_up(8 * static_cast<std::int64_t>(L) * static_cast<std::int64_t>(st.members[other].size()));
   };
-  // rows[l * N + X]: bytes local rank l stages for node X.
-  std::vector<std::int64_t>& rows = offsets_;
+  // Block lists published for direct copies: for the pair (l -> d), l's send list when d pulls,
+  // d's receive list when l pushes; list_bytes(l) = what local rank l publishes.
+  auto list_bytes = [&](int l, int p) -> std::int64_t {  // what l publishes for partner p
+    std::int64_t b = 0;
+    if (mode(l, p) == Mode::pull) b += F(l, SBLK, p);
+    const int lp = st.node_of[p] == node ? st.local_of[p] : -1;
+    if (lp >= 0 && p != local[l] && mode(lp, local[l]) == Mode::push) b += F(l, RBLK, p);
+    return b * static_cast<std::int64_t>(sizeof(ByteBlock));
+  };
+  std::vector<std::int64_t>& rows = offsets_;  // rows[l * N + X]: bytes local rank l stages for node X
   rows.assign(static_cast<std::size_t>(L) * N, 0);
-  bool any_single = false;
+  bool any_direct = false;
   for (int l = 0; l < L; ++l)
     for (int d = 0; d < P; ++d) {
       rows[static_cast<std::size_t>(l) * N + st.node_of[d]] += staged_size(l, d);
-      any_single = any_single || single(l, d);
+      any_direct = any_direct || (st.node_of[d] == node && d != local[l] && mode(l, d) != Mode::staged);
     }
   std::vector<std::int64_t> out_base(N), out_size(N), in_base(N), in_size(N);
   std::int64_t total = 0;
@@ -370,48 +410,78 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
     in_base[Y] = total;
     in_size[Y] = header_bytes(Y);
     for (int s : st.members[Y])
-      for (int l = 0; l < L; ++l) in_size[Y] += align_up(RB(l, s));
+      for (int l = 0; l < L; ++l) in_size[Y] += align_up(F(l, RBYTES, s));
     total += in_size[Y];
   }
-  std::vector<std::int64_t> list_base(L);
-  for (int l = 0; l < L; ++l) {
-    list_base[l] = total;
-    for (int d : local)
-      if (single(l, d)) total += st.field(l, par, NBLOCKS, d) * static_cast<std::int64_t>(sizeof(ByteBlock));
-  }
+  // list_at[l * L + k]: where local rank l's lists for local partner k start.
+  std::vector<std::int64_t> list_at(static_cast<std::size_t>(L) * L, 0);
+  if (any_direct)
+    for (int l = 0; l < L; ++l)
+      for (int k = 0; k < L; ++k) {
+        list_at[static_cast<std::size_t>(l) * L + k] = total;
+        total += list_bytes(l, local[k]);
+      }
   st.reserve(total);  // collective on the node when it grows; the same decision everywhere
 
-  // 3. Pack what leaves me, publish block lists, copy the self block.
-  std::int64_t list_cursor = list_base[lm];
+  // Pair checks every rank can make for its own receives (on-node; other nodes: the header).
+  for (int l = 0; l < L; ++l) {
+    const int s = local[l];
+    if (s != me && F(l, SBYTES, me) != F(lm, RBYTES, s))
+      note(error, "node_leader: rank " + std::to_string(s) + " sends " + std::to_string(F(l, SBYTES, me)) +
+                      " bytes to rank " + std::to_string(me) + ", which expects " + std::to_string(F(lm, RBYTES, s)) +
+                      " (type signatures differ)");
+  }
+  const bool self_ok = in_place || F(lm, SBYTES, me) == F(lm, RBYTES, me);
+  if (!self_ok)
+    note(error, "node_leader: rank " + std::to_string(me) + " sends itself " + std::to_string(F(lm, SBYTES, me)) +
+                    " bytes but receives " + std::to_string(F(lm, RBYTES, me)));
+  auto pair_ok = [&](int s) { return F(st.local_of[s], SBYTES, me) == F(lm, RBYTES, s); };
+
+  // The self block joins the stream over the more fragmented of its two layouts.
+  const bool self_copy = !in_place && self_ok && F(lm, SBYTES, me) > 0;
+  const bool self_by_source = F(lm, SNB, me) > F(lm, RNB, me);
+  bool pushes = false;
+  for (int d : local) pushes = pushes || (d != me && mode(lm, d) == Mode::push);
+
+  // 3. Before B2: pack what is staged (in source order, with the self block when its source
+  //    is the fragmented side and nothing is pushed), publish block lists.
+  MergedCopy& by_source = by_source_;
+  by_source.clear();
   for (int X = 0; X < N; ++X) {
     std::int64_t cursor = out_base[X] + header_bytes(X);
     for (int l = 0; l < lm; ++l) cursor += rows[static_cast<std::size_t>(l) * N + X];
     const auto& dest = st.members[X];
     for (std::size_t j = 0; j < dest.size(); ++j) {
       const int d = dest[j];
-      if (X != node) reinterpret_cast<std::int64_t*>(st.data + out_base[X])[static_cast<std::size_t>(lm) * dest.size() + j] = SB(lm, d);
-      if (d == me || SB(lm, d) == 0) continue;
-      if (single(lm, d)) {
-        const auto& blocks = slayout_[d]->blocks;
-        std::memcpy(st.data + list_cursor, blocks.data(), blocks.size() * sizeof(ByteBlock));
-        list_cursor += static_cast<std::int64_t>(blocks.size() * sizeof(ByteBlock));
-        continue;
-      }
-      pack(at(sbuf, sdispl[d]), scount[d], *slayout_[d], st.data + cursor);
+      if (X != node) reinterpret_cast<std::int64_t*>(st.data + out_base[X])[static_cast<std::size_t>(lm) * dest.size() + j] = F(lm, SBYTES, d);
+      if (d == me || staged_size(lm, d) == 0) continue;
+      const ByteBlock stream{0, F(lm, SBYTES, d)};
+      by_source.add(at(sbuf, sdispl[d]), scount[d], *slayout_[d], st.data + cursor, 1, contiguous_span(stream));
       cursor += staged_size(lm, d);
     }
   }
-  if (!in_place) {
-    if (SB(lm, me) != RB(lm, me))
-      note(error, "node_leader: rank " + std::to_string(me) + " sends itself " + std::to_string(SB(lm, me)) +
-                      " bytes but receives " + std::to_string(RB(lm, me)));
-    else if (SB(lm, me) > 0)
-      copy_typed(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
-                 a.recvcounts[me], *rlayout_[me]);
-  }
+  if (self_copy && self_by_source && !pushes)
+    by_source.add(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
+                  a.recvcounts[me], *rlayout_[me]);
+  by_source.run(true);
+  if (any_direct)
+    for (int k = 0; k < L; ++k) {
+      const int p = local[k];
+      if (p == me) continue;
+      std::byte* out = st.data + list_at[static_cast<std::size_t>(lm) * L + k];
+      if (mode(lm, p) == Mode::pull) {
+        const auto& b = slayout_[p]->blocks;
+        std::memcpy(out, b.data(), b.size() * sizeof(ByteBlock));
+        out += b.size() * sizeof(ByteBlock);
+      }
+      if (mode(k, me) == Mode::push) {
+        const auto& b = rlayout_[p]->blocks;
+        std::memcpy(out, b.data(), b.size() * sizeof(ByteBlock));
+      }
+    }
   st.sync();  // B2
 
-  // 4. Leaders start the node-pair messages; everyone takes its on-node data meanwhile.
+  // 4. Leaders start the node-pair messages; everyone moves its on-node data meanwhile.
   std::vector<MPI_Request> requests;
   std::vector<std::int64_t> expected;  // bytes each receive request should bring
   std::string leader_error;
@@ -437,32 +507,46 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
     post(true, st.handler(X, node), st.data + out_base[X], out_size[X]);
     post(false, st.handler(X, node), st.data + in_base[X], in_size[X]);
   }
-  int singles = 0, staged = 0;
+  // Where local rank l's published block list for partner comm rank p starts, and its view.
+  auto published = [&](int l, int p, bool receive_list) {
+    std::int64_t at_ = list_at[static_cast<std::size_t>(l) * L + st.local_of[p]];
+    if (receive_list && mode(l, p) == Mode::pull) at_ += F(l, SBLK, p) * static_cast<std::int64_t>(sizeof(ByteBlock));
+    return reinterpret_cast<const ByteBlock*>(st.data + at_);
+  };
+  // Pushes: my array in address order into the partners' receive arrays.
+  by_source.clear();
+  int n_push = 0, n_pull = 0, n_staged = 0;
+  for (int d : local) {
+    if (d == me || mode(lm, d) != Mode::push || F(st.local_of[d], RBYTES, me) != F(lm, SBYTES, d)) continue;
+    const int ld = st.local_of[d];
+    const std::int64_t lo = F(ld, RLO, me), hi = F(ld, RHI, me);
+    auto* view = const_cast<std::byte*>(shared_view(st.pid[ld], F(ld, RADDR, me) + lo, hi - lo));
+    if (view == nullptr) throw std::logic_error("node_leader: a published shared receive buffer is not mapped here");
+    const BlockSpan theirs(published(ld, me, true), static_cast<std::size_t>(F(ld, RBLK, me)),
+                           F(ld, RBYTES, me) / F(ld, RCOUNT, me), F(ld, REXTENT, me));
+    by_source.add(at(sbuf, sdispl[d]), scount[d], *slayout_[d], view - lo, F(ld, RCOUNT, me), theirs);
+    ++n_push;
+  }
+  if (self_copy && self_by_source && pushes)
+    by_source.add(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
+                  a.recvcounts[me], *rlayout_[me]);
+  by_source.run(true);
+  // Pulls and staged slots: into my receive array in address order.
+  MergedCopy& by_dest = by_dest_;
+  by_dest.clear();
   for (int l = 0; l < L; ++l) {
     const int s = local[l];
-    if (s == me) continue;
-    const std::int64_t bytes = RB(lm, s);
-    if (SB(l, me) != bytes) {
-      note(error, "node_leader: rank " + std::to_string(s) + " sends " + std::to_string(SB(l, me)) + " bytes to rank " +
-                      std::to_string(me) + ", which expects " + std::to_string(bytes) + " (type signatures differ)");
-      continue;
-    }
-    if (bytes == 0) continue;
-    if (single(l, me)) {
-      std::int64_t list = list_base[l];
-      for (int d : local) {
-        if (d == me) break;
-        if (single(l, d)) list += st.field(l, par, NBLOCKS, d) * static_cast<std::int64_t>(sizeof(ByteBlock));
-      }
-      const std::int64_t lo = st.field(l, par, LO, me), hi = st.field(l, par, HI, me);
-      const std::byte* view = shared_view(st.pid[l], st.field(l, par, ADDR, me) + lo, hi - lo);
+    if (s == me || F(lm, RBYTES, s) == 0 || !pair_ok(s)) continue;
+    const Mode m = mode(l, me);
+    if (m == Mode::push) continue;
+    if (m == Mode::pull) {
+      const std::int64_t lo = F(l, SLO, me), hi = F(l, SHI, me);
+      const std::byte* view = shared_view(st.pid[l], F(l, SADDR, me) + lo, hi - lo);
       if (view == nullptr) throw std::logic_error("node_leader: a published shared send buffer is not mapped here");
-      const std::int64_t count = st.field(l, par, COUNT, me);
-      const BlockSpan span(reinterpret_cast<const ByteBlock*>(st.data + list),
-                           static_cast<std::size_t>(st.field(l, par, NBLOCKS, me)), bytes / count,
-                           st.field(l, par, EXTENT, me));
-      copy_typed(view - lo, count, span, at(a.recvbuf, a.rdispls[s]), a.recvcounts[s], *rlayout_[s]);
-      ++singles;
+      const BlockSpan theirs(published(l, me, false), static_cast<std::size_t>(F(l, SBLK, me)),
+                             F(l, SBYTES, me) / F(l, SCOUNT, me), F(l, SEXTENT, me));
+      by_dest.add(view - lo, F(l, SCOUNT, me), theirs, at(a.recvbuf, a.rdispls[s]), a.recvcounts[s], *rlayout_[s]);
+      ++n_pull;
       continue;
     }
     std::int64_t cursor = out_base[node];
@@ -471,9 +555,15 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
       if (d == me) break;
       cursor += staged_size(l, d);
     }
-    unpack(st.data + cursor, a.recvcounts[s], *rlayout_[s], at(a.recvbuf, a.rdispls[s]));
-    ++staged;
+    const ByteBlock stream{0, F(lm, RBYTES, s)};
+    by_dest.add(st.data + cursor, 1, contiguous_span(stream), at(a.recvbuf, a.rdispls[s]), a.recvcounts[s], *rlayout_[s]);
+    ++n_staged;
   }
+  if (self_copy && !self_by_source)
+    by_dest.add(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
+                a.recvcounts[me], *rlayout_[me]);
+  by_dest.run(false);
+
   if (!requests.empty()) {
     std::vector<MPI_Status> statuses(requests.size());
     const int rc = PMPI_Waitall(static_cast<int>(requests.size()), requests.data(), statuses.data());
@@ -492,7 +582,8 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
   st.header(lm, par, 0) = leader_error.empty() ? 0 : 1;
   if (N > 1) st.sync();  // B3
 
-  // 5. Unpack what came from other nodes.
+  // 5. Unpack what came from other nodes, into my receive array in address order.
+  by_dest.clear();
   for (int Y = 0; Y < N; ++Y) {
     if (Y == node) continue;
     const int leader = st.handler(node, Y);  // my node's receiver for Y
@@ -506,23 +597,31 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
     std::int64_t cursor = in_base[Y] + header_bytes(Y);
     for (std::size_t i = 0; i < src.size(); ++i) {
       const int s = src[i];
-      for (int l = 0; l < lm; ++l) cursor += align_up(RB(l, s));
-      const std::int64_t bytes = RB(lm, s);
-      if (head[i * static_cast<std::size_t>(L) + lm] != bytes)
-        note(error, "node_leader: rank " + std::to_string(s) + " sends " +
-                        std::to_string(head[i * static_cast<std::size_t>(L) + lm]) + " bytes to rank " +
+      for (int l = 0; l < lm; ++l) cursor += align_up(F(l, RBYTES, s));
+      const std::int64_t bytes = F(lm, RBYTES, s);
+      const std::int64_t sent = head[i * static_cast<std::size_t>(L) + lm];
+      if (sent != bytes) {
+        note(error, "node_leader: rank " + std::to_string(s) + " sends " + std::to_string(sent) + " bytes to rank " +
                         std::to_string(me) + ", which expects " + std::to_string(bytes) + " (type signatures differ)");
-      else if (bytes > 0)
-        unpack(st.data + cursor, a.recvcounts[s], *rlayout_[s], at(a.recvbuf, a.rdispls[s]));
-      for (int l = lm; l < L; ++l) cursor += align_up(RB(l, s));
+      } else if (bytes > 0) {
+        const ByteBlock stream{0, bytes};
+        by_dest.add(st.data + cursor, 1, contiguous_span(stream), at(a.recvbuf, a.rdispls[s]), a.recvcounts[s],
+                    *rlayout_[s]);
+      }
+      for (int l = lm; l < L; ++l) cursor += align_up(F(l, RBYTES, s));
     }
   }
-  if (any_single) st.sync();  // B4: single-copy readers are done with the senders' arrays
+  by_dest.run(false);
+  if (any_direct) st.sync();  // B4: direct copies are done with the partners' arrays
 
-  const char* on_node = singles > 0 && staged > 0 ? "single-copy+staged"
-                        : singles > 0             ? "single-copy"
-                        : staged > 0              ? "staged"
-                                                  : "none";
+  std::string on_node;
+  auto add = [&](int n, const char* what) {
+    if (n > 0) on_node += (on_node.empty() ? "" : "+") + std::string(what);
+  };
+  add(n_push, "single-copy push");
+  add(n_pull, "single-copy pull");
+  add(n_staged, "staged");
+  if (on_node.empty()) on_node = "none";
   path_ = std::string("node_leader (") + (in_place ? "in place; " : "") + "on-node: " + on_node +
           "; inter-node: " + std::to_string(messages) + " aggregated message" + (messages == 1 ? "" : "s") + ")";
   if (!error.empty()) throw std::invalid_argument(error);

@@ -10,8 +10,9 @@
 //
 //   TB_CONFORMANCE_SEED=<n>   the seed (printed at the start and in every failure)
 //   TB_CONFORMANCE_CASES=<n>  cases per run (default 200; the long mode uses 10000)
-//   TB_CONFORMANCE_SEND_BUFFER=shared  send buffers live in a NodeSharedBuffer, which lets
-//                             node_leader take its single-copy path (asserted to run)
+//   TB_CONFORMANCE_SEND_BUFFER=shared  send and receive buffers live in a NodeSharedBuffer,
+//                             which lets node_leader copy directly between peers (its push and
+//                             pull single-copy paths, both asserted to run)
 #include "collectives/node_layout.hpp"
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/registry.hpp"
@@ -182,22 +183,31 @@ std::vector<std::byte> sendrecv_to_self(const CaseArgs& c, bool in_place) {
   return recv;
 }
 
-// With `shared`, the send data is copied into that node-shared buffer and sent from there.
+// With `shared`, the send data and the receive buffer are copied into that node-shared buffer
+// (send in its first half, receive in its second) and the call runs there.
 std::vector<std::byte> run(AlltoallwAlgorithm& algorithm, const CaseArgs& c, MPI_Comm comm, bool in_place,
                            NodeSharedBuffer* shared = nullptr) {
   std::vector<std::byte> recv = c.recv_initial;
   const void* send = c.sendbuf.data();
-  if (shared != nullptr && !in_place) {
-    if (c.sendbuf.size() > shared->size()) throw std::length_error("conformance case larger than the shared buffer");
-    std::memcpy(shared->data(), c.sendbuf.data(), c.sendbuf.size());
-    send = shared->data();
+  std::byte* target = recv.data();
+  if (shared != nullptr) {
+    const std::size_t half = shared->size() / 2;
+    if (c.sendbuf.size() > half || recv.size() > half)
+      throw std::length_error("conformance case larger than the shared buffer");
+    if (!in_place) {
+      std::memcpy(shared->data(), c.sendbuf.data(), c.sendbuf.size());
+      send = shared->data();
+    }
+    target = shared->data() + half;
+    std::memcpy(target, recv.data(), recv.size());
   }
   AlltoallwArgs a{in_place ? MPI_IN_PLACE : send,
                   in_place ? nullptr : c.scounts.data(),
                   in_place ? nullptr : c.sdispls.data(),
                   in_place ? nullptr : c.stypes.data(),
-                  recv.data(), c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), comm};
+                  target, c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), comm};
   algorithm.run(a);
+  if (target != recv.data()) std::memcpy(recv.data(), target, recv.size());
   return recv;
 }
 
@@ -212,8 +222,8 @@ void run_cases(MPI_Comm comm, int cases) {
     if (info.name != "native") others.push_back(info.make());
   ASSERT_FALSE(others.empty());
   std::unique_ptr<NodeSharedBuffer> shared;
-  if (shared_send_from_env()) shared = std::make_unique<NodeSharedBuffer>(comm, std::size_t{1} << 20);
-  std::int64_t single_copy_runs = 0;
+  if (shared_send_from_env()) shared = std::make_unique<NodeSharedBuffer>(comm, std::size_t{2} << 20);
+  std::int64_t pushes = 0, pulls = 0;
   if (test::world_rank() == 0)
     std::printf("[ seed ] TB_CONFORMANCE_SEED=%llu, %d cases, %zu algorithms against native\n",
                 static_cast<unsigned long long>(seed), cases, others.size());
@@ -241,7 +251,8 @@ void run_cases(MPI_Comm comm, int cases) {
           ++differ;
         }
       const std::string path = algorithm->last_path();
-      single_copy_runs += path.find("single-copy") != std::string::npos;
+      pushes += path.find("single-copy push") != std::string::npos;
+      pulls += path.find("single-copy pull") != std::string::npos;
       const bool real_path = path.rfind(std::string(algorithm->name()), 0) == 0;
       const std::int64_t bad = test::sum_over_ranks(differ + (real_path ? 0 : 1), comm);
       EXPECT_EQ(bad, 0) << algorithm->name() << " differs from native: TB_CONFORMANCE_SEED=" << seed << " case " << index
@@ -262,13 +273,14 @@ void run_cases(MPI_Comm comm, int cases) {
       }
     }
   }
-  // Shared send buffers must make node_leader read on-node peers' data directly at least once
+  // Shared buffers must make node_leader push and pull directly between on-node peers
   // whenever a node holds two ranks of this communicator (decided together: no rank may skip the sum).
   if (shared && cases >= 20) {
     const std::int64_t shared_nodes = test::sum_over_ranks(node_layout(comm).node_size > 1 ? 1 : 0, comm);
-    const std::int64_t runs = test::sum_over_ranks(single_copy_runs, comm);
+    const std::int64_t push_runs = test::sum_over_ranks(pushes, comm), pull_runs = test::sum_over_ranks(pulls, comm);
     if (shared_nodes > 0) {
-      EXPECT_GT(runs, 0) << "node_leader never took its single-copy path";
+      EXPECT_GT(push_runs, 0) << "node_leader never pushed into a peer's shared receive buffer";
+      EXPECT_GT(pull_runs, 0) << "node_leader never pulled from a peer's shared send buffer";
     }
   }
   if (P == 1 && test::is_open_mpi() && me == 0)

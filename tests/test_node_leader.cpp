@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -116,11 +117,24 @@ TEST(NodeLeader, SharedArraysAreReadOnceBySingleCopyAndStagedOnRequest) {
     EXPECT_EQ(test::sum_over_ranks(c.wrong()), 0) << mode;
     const std::string path = algorithm.last_path();
     const char* expect = node.node_size == 1 ? "on-node: none"
-                         : std::string(mode) == "auto" ? "on-node: single-copy"
+                         : std::string(mode) == "auto" ? "on-node: single-copy pull;"
                                                        : "on-node: staged";
     EXPECT_NE(path.find(expect), std::string::npos) << mode << ": " << path;
     EXPECT_NE(path.find(expected_inter_node(node)), std::string::npos) << path;
   }
+  // Receive array shared too: the strided (more fragmented) send side pushes, walking its own
+  // array front to back.
+  NodeSharedBuffer shared_recv(MPI_COMM_WORLD, c.recv.size() * sizeof(double));
+  auto* recv = reinterpret_cast<double*>(shared_recv.data());
+  std::fill(recv, recv + c.recv.size(), -1.0);
+  AlltoallwArgs args = c.args(send, MPI_COMM_WORLD);
+  args.recvbuf = recv;
+  NodeLeaderAlltoallw algorithm;
+  algorithm.run(args);
+  std::copy(recv, recv + c.recv.size(), c.recv.begin());
+  EXPECT_EQ(test::sum_over_ranks(c.wrong()), 0);
+  const std::string path = algorithm.last_path();
+  EXPECT_NE(path.find(node.node_size == 1 ? "on-node: none" : "on-node: single-copy push;"), std::string::npos) << path;
 }
 
 TEST(NodeLeader, TheStagingWindowIsCachedGrownAndReused) {
