@@ -1,0 +1,228 @@
+// tb-bench: MPI_Alltoallw per message size, every registered algorithm, on Google Benchmark.
+//
+// One benchmark per (layout, algorithm, bytes per peer). Every rank runs the same iterations: a
+// barrier (not timed), one Alltoallw, and the iteration's time reduced with MAX over ranks
+// before SetIterationTime, so all ranks see the same times and agree on iteration counts. Only
+// rank 0 reports; its JSON (--benchmark_out=F --benchmark_out_format=json) carries the run's
+// metadata in "context". Each result's label is the path the algorithm took in its last call.
+//
+// Layouts (the send side; the receive side is contiguous):
+//   contiguous  bytes per peer as MPI_BYTE
+//   vector64    64-byte blocks at a 128-byte stride (a 1-block message below 64 B)
+// Buffers: --buffers private (ordinary memory) or shared (NodeSharedBuffer: node_leader can
+// copy directly between on-node peers). Nodes: whatever node_layout() sees, so TB_NUM_NODES=2
+// runs the inter-node phase of node_leader on one host.
+//
+//   mpiexec -n 2 build/mpich/bin/tb-bench -m 1:16M --benchmark_min_time=0.1
+#include "collectives/mpi_error.hpp"
+#include "collectives/node_layout.hpp"
+#include "collectives/node_shared_buffer.hpp"
+#include "collectives/registry.hpp"
+#include "microbench/run_metadata.hpp"
+
+#include <CLI/CLI.hpp>
+#include <benchmark/benchmark.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Options {
+  std::string range = "1:16M";
+  std::vector<std::string> algorithms{"all"};
+  std::vector<std::string> layouts{"contiguous", "vector64"};
+  std::string buffers = "private";
+};
+
+std::int64_t parse_size(const std::string& text) {
+  std::size_t used = 0;
+  const long long v = std::stoll(text, &used);
+  std::int64_t scale = 1;
+  const std::string suffix = text.substr(used);
+  if (suffix == "K" || suffix == "k") scale = 1 << 10;
+  else if (suffix == "M" || suffix == "m") scale = 1 << 20;
+  else if (!suffix.empty()) throw std::invalid_argument("-m: unknown size suffix '" + suffix + "' (use K or M)");
+  if (v < 1) throw std::invalid_argument("-m: sizes must be at least 1 byte");
+  return v * scale;
+}
+
+// The buffers and types of one benchmark, allocated once.
+class Case {
+ public:
+  Case(MPI_Comm comm, const std::string& layout, std::int64_t bytes, bool shared) {
+    TB_MPI_CHECK(MPI_Comm_size(comm, &P_));
+    MPI_Datatype send_type = MPI_BYTE;
+    int send_count = static_cast<int>(bytes);
+    std::int64_t send_span = bytes;
+    if (layout == "vector64") {
+      const int block = static_cast<int>(std::min<std::int64_t>(bytes, 64));
+      TB_MPI_CHECK(MPI_Type_vector(static_cast<int>(bytes / block), block, 2 * block, MPI_BYTE, &type_));
+      TB_MPI_CHECK(MPI_Type_commit(&type_));
+      send_type = type_;
+      send_count = 1;
+      send_span = 2 * bytes;
+    } else if (layout != "contiguous") {
+      throw std::invalid_argument("unknown layout '" + layout + "' (use contiguous or vector64)");
+    }
+    const std::size_t sbytes = static_cast<std::size_t>(send_span * P_), rbytes = static_cast<std::size_t>(bytes * P_);
+    if (shared) {
+      shared_send_ = std::make_unique<tb::NodeSharedBuffer>(comm, sbytes);
+      shared_recv_ = std::make_unique<tb::NodeSharedBuffer>(comm, rbytes);
+      send_ = shared_send_->data();
+      recv_ = shared_recv_->data();
+    } else {
+      own_send_.resize(sbytes);
+      own_recv_.resize(rbytes);
+      send_ = own_send_.data();
+      recv_ = own_recv_.data();
+    }
+    std::memset(send_, 1, sbytes);
+    std::memset(recv_, 0, rbytes);
+    for (int p = 0; p < P_; ++p) {
+      scounts_.push_back(send_count);
+      sdispls_.push_back(static_cast<int>(send_span * p));
+      stypes_.push_back(send_type);
+      rcounts_.push_back(static_cast<int>(bytes));
+      rdispls_.push_back(static_cast<int>(bytes * p));
+      rtypes_.push_back(MPI_BYTE);
+    }
+    args_ = {send_, scounts_.data(), sdispls_.data(), stypes_.data(), recv_,
+             rcounts_.data(), rdispls_.data(), rtypes_.data(), comm};
+  }
+  ~Case() {
+    if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);
+  }
+  const tb::AlltoallwArgs& args() const { return args_; }
+  int ranks() const { return P_; }
+
+ private:
+  int P_ = 0;
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+  std::vector<std::byte> own_send_, own_recv_;
+  std::unique_ptr<tb::NodeSharedBuffer> shared_send_, shared_recv_;
+  std::byte* send_ = nullptr;
+  std::byte* recv_ = nullptr;
+  std::vector<int> scounts_, sdispls_, rcounts_, rdispls_;
+  std::vector<MPI_Datatype> stypes_, rtypes_;
+  tb::AlltoallwArgs args_;
+};
+
+void run_benchmark(benchmark::State& state, const std::string& algorithm_name, const std::string& layout,
+                   std::int64_t bytes, bool shared) {
+  try {
+    const Case c(MPI_COMM_WORLD, layout, bytes, shared);
+    auto algorithm = tb::make_alltoallw(algorithm_name);
+    algorithm->run(c.args());  // warm: caches, windows, first touch
+    for (auto _ : state) {
+      TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      const double t0 = MPI_Wtime();
+      algorithm->run(c.args());
+      double t = MPI_Wtime() - t0, slowest = 0;
+      TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+      state.SetIterationTime(slowest);
+    }
+    state.SetLabel(algorithm->last_path());
+    state.counters["ranks"] = c.ranks();
+  } catch (const std::exception& e) {
+    // The other ranks may wait in a collective: end the job with the reason rather than hang.
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "tb-bench (rank %d): error in %s/%s/%lld: %s\n", rank, layout.c_str(),
+                 algorithm_name.c_str(), static_cast<long long>(bytes), e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  int ranks = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  // Bytes each rank sends per call (self included): bytes_per_second is per-rank send bandwidth.
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * bytes * ranks);
+  state.counters["bytes_per_peer"] = static_cast<double>(bytes);
+}
+
+class SilentReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // Only rank 0 may write --benchmark_out; the others drop the flag before Google Benchmark sees it.
+  std::vector<char*> args(argv, argv + argc);
+  if (rank != 0)
+    std::erase_if(args, [](const char* a) { return std::strncmp(a, "--benchmark_out", 15) == 0; });
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+
+  Options opt;
+  CLI::App app("tb-bench: MPI_Alltoallw per message size for every registered algorithm (Google Benchmark)");
+  app.add_option("-m,--message-size", opt.range, "bytes per peer, min:max (powers of two between; K and M suffixes)")
+      ->capture_default_str();
+  app.add_option("--algorithms", opt.algorithms, "algorithm names, or all")->delimiter(',')->capture_default_str();
+  app.add_option("--layouts", opt.layouts, "send layouts: contiguous, vector64")->delimiter(',')->capture_default_str();
+  app.add_option("--buffers", opt.buffers, "private or shared (node-shared memory)")
+      ->check(CLI::IsMember({"private", "shared"}))
+      ->capture_default_str();
+  bool list = false;
+  app.add_flag("--list-algorithms", list, "print the registered algorithms and exit");
+  int code = 0;
+  try {
+    app.parse(n, args.data());
+    const auto colon = opt.range.find(':');
+    const std::int64_t lo = parse_size(opt.range.substr(0, colon));
+    const std::int64_t hi = colon == std::string::npos ? lo : parse_size(opt.range.substr(colon + 1));
+    if (hi < lo) throw std::invalid_argument("-m: max below min");
+    if ((lo & (lo - 1)) != 0) throw std::invalid_argument("-m: the minimum must be a power of two");
+    if (hi > (std::int64_t{1} << 30)) throw std::invalid_argument("-m: at most 1G bytes per peer");
+    std::vector<std::string> algorithms;
+    for (const auto& a : opt.algorithms) {
+      if (a == "all") {
+        for (const auto& info : tb::alltoallw_algorithms()) algorithms.emplace_back(info.name);
+      } else {
+        tb::make_alltoallw(a);  // throws the registry's "unknown algorithm" error
+        algorithms.push_back(a);
+      }
+    }
+    if (list) {
+      if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
+    } else {
+      const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
+      for (const auto& [key, value] : meta.items())
+        benchmark::AddCustomContext(key, value.is_string() ? value.get<std::string>() : value.dump());
+      benchmark::AddCustomContext("buffers", opt.buffers);
+      const bool shared = opt.buffers == "shared";
+      for (const auto& layout : opt.layouts)
+        for (const auto& algorithm : algorithms)
+          for (std::int64_t bytes = lo; bytes <= hi; bytes *= 2)
+            benchmark::RegisterBenchmark(("alltoallw/" + layout + "/" + algorithm + "/" + std::to_string(bytes)).c_str(),
+                                         run_benchmark, algorithm, layout, bytes, shared)
+                ->UseManualTime()
+                ->Unit(benchmark::kMicrosecond);
+      if (rank == 0) {
+        benchmark::RunSpecifiedBenchmarks();
+      } else {
+        SilentReporter silent;
+        benchmark::RunSpecifiedBenchmarks(&silent);
+      }
+    }
+  } catch (const CLI::ParseError& e) {
+    code = rank == 0 ? app.exit(e) : 2;
+    if (code == 0 && e.get_exit_code() != 0) code = 2;
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "tb-bench: error: %s\n", e.what());
+    code = 2;
+  }
+  benchmark::Shutdown();
+  MPI_Finalize();
+  return code;
+}
