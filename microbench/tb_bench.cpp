@@ -198,7 +198,8 @@ int main(int argc, char** argv) {
     } else {
       const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
       for (const auto& [key, value] : meta.items())
-        benchmark::AddCustomContext(key, value.is_string() ? value.get<std::string>() : value.dump());
+        if (key != "mpi_library_full")  // many lines of configure flags; the JSON of tb-redistribute has it
+          benchmark::AddCustomContext(key, value.is_string() ? value.get<std::string>() : value.dump());
       benchmark::AddCustomContext("buffers", opt.buffers);
       const bool shared = opt.buffers == "shared";
       for (const auto& layout : opt.layouts)
