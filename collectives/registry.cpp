@@ -4,6 +4,9 @@
 #include "collectives/node_leader.hpp"
 #include "collectives/pack_alltoallv.hpp"
 #include "collectives/pairwise.hpp"
+#if TB_HAVE_UCX
+#include "collectives/ucx_zcopy.hpp"
+#endif
 
 #include <array>
 #include <cstdlib>
@@ -26,6 +29,10 @@ const std::array kAlgorithms{
     AlltoallwAlgorithmInfo{"node_leader",
                            "on-node data through shared memory, one aggregated message per node pair via leaders",
                            &make<NodeLeaderAlltoallw>},
+#if TB_HAVE_UCX
+    AlltoallwAlgorithmInfo{"ucx_zcopy", "receiver-driven UCX gets of every contiguous piece, sender array to receiver array",
+                           &make<UcxZcopyAlltoallw>},
+#endif
 };
 
 }  // namespace
