@@ -8,7 +8,8 @@
 //
 // Layouts (the send side; the receive side is contiguous):
 //   contiguous  bytes per peer as MPI_BYTE
-//   vector64    64-byte blocks at a 128-byte stride (a 1-block message below 64 B)
+//   vector<B>   B-byte blocks at a 2B stride, B a power of two (vector64, vector4K; one block
+//               below B bytes): a fixed size with growing B shows per-block costs (crossovers)
 // Buffers: --buffers private (ordinary memory) or shared (NodeSharedBuffer: node_leader can
 // copy directly between on-node peers). Nodes: whatever node_layout() sees, so TB_NUM_NODES=2
 // runs the inter-node phase of node_leader on one host.
@@ -52,6 +53,19 @@ std::int64_t parse_size(const std::string& text) {
   return v * scale;
 }
 
+// vector<B>: B-byte blocks at a 2B stride; B a power of two.
+std::int64_t block_bytes(const std::string& layout) {
+  std::int64_t b = 0;
+  try {
+    b = parse_size(layout.substr(6));
+  } catch (const std::exception&) {
+    b = 0;
+  }
+  if (b < 1 || (b & (b - 1)) != 0)
+    throw std::invalid_argument("layout '" + layout + "': use vector<B> with B a power of two (vector64, vector4K)");
+  return b;
+}
+
 // The buffers and types of one benchmark, allocated once.
 class Case {
  public:
@@ -60,15 +74,16 @@ class Case {
     MPI_Datatype send_type = MPI_BYTE;
     int send_count = static_cast<int>(bytes);
     std::int64_t send_span = bytes;
-    if (layout == "vector64") {
-      const int block = static_cast<int>(std::min<std::int64_t>(bytes, 64));
+    if (layout.rfind("vector", 0) == 0) {
+      const std::int64_t b = block_bytes(layout);
+      const int block = static_cast<int>(std::min<std::int64_t>(bytes, b));
       TB_MPI_CHECK(MPI_Type_vector(static_cast<int>(bytes / block), block, 2 * block, MPI_BYTE, &type_));
       TB_MPI_CHECK(MPI_Type_commit(&type_));
       send_type = type_;
       send_count = 1;
       send_span = 2 * bytes;
     } else if (layout != "contiguous") {
-      throw std::invalid_argument("unknown layout '" + layout + "' (use contiguous or vector64)");
+      throw std::invalid_argument("unknown layout '" + layout + "' (use contiguous or vector<B>, e.g. vector64)");
     }
     const std::size_t sbytes = static_cast<std::size_t>(send_span * P_), rbytes = static_cast<std::size_t>(bytes * P_);
     if (shared) {
@@ -169,7 +184,7 @@ int main(int argc, char** argv) {
   app.add_option("-m,--message-size", opt.range, "bytes per peer, min:max (powers of two between; K and M suffixes)")
       ->capture_default_str();
   app.add_option("--algorithms", opt.algorithms, "algorithm names, or all")->delimiter(',')->capture_default_str();
-  app.add_option("--layouts", opt.layouts, "send layouts: contiguous, vector64")->delimiter(',')->capture_default_str();
+  app.add_option("--layouts", opt.layouts, "send layouts: contiguous, vector<B> (B-byte blocks, 2B stride)")->delimiter(',')->capture_default_str();
   app.add_option("--buffers", opt.buffers, "private or shared (node-shared memory)")
       ->check(CLI::IsMember({"private", "shared"}))
       ->capture_default_str();

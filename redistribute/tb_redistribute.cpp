@@ -16,12 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 namespace {
 
@@ -299,6 +301,9 @@ int main(int argc, char** argv) {
     code = run(opt);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tb-redistribute (rank %d): error: %s\n", rank, e.what());
+    // Give the launcher a moment to forward this line (and the other ranks' own errors) before
+    // the abort tears the job down; without it the message is sometimes lost.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Finalize();
