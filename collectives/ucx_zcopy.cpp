@@ -263,6 +263,13 @@ struct Header {
 const std::byte* at(const void* buf, int displ) { return static_cast<const std::byte*>(buf) + displ; }
 std::byte* at(void* buf, int displ) { return static_cast<std::byte*>(buf) + displ; }
 
+template <class Incoming>
+bool direct_wanted(const std::vector<Incoming>& incoming) {
+  for (const auto& in : incoming)
+    if (!in.staged) return true;
+  return false;
+}
+
 }  // namespace
 
 UcxZcopyStats ucx_zcopy_stats(MPI_Comm comm) {
@@ -433,6 +440,12 @@ void UcxZcopyAlltoallw::run(const AlltoallwArgs& a) {
       if (stage) staging_bytes += static_cast<std::size_t>(sent);
     }
     if (staging_.size() < staging_bytes) staging_.resize(staging_bytes);
+    // The receive array is registered too (the same cache), and direct gets carry its handle,
+    // so transports that need registered local memory find it without a lookup per get.
+    ucp_mem_h recv_memh = nullptr;
+    if (any_recv && direct_wanted(incoming))
+      recv_memh = st.registration(reinterpret_cast<std::uintptr_t>(a.recvbuf) + static_cast<std::uintptr_t>(rlo),
+                                  static_cast<std::size_t>(rhi - rlo)).memh;
     for (const Incoming& in : incoming) {
       const int p = in.peer;
       const BlockSpan theirs(in.blocks, static_cast<std::size_t>(in.h.nblocks), in.h.size, in.h.extent);
@@ -442,6 +455,10 @@ void UcxZcopyAlltoallw::run(const AlltoallwArgs& a) {
       auto flush = [&] {
         if (run_len == 0) return;
         ucp_request_param_t param{};
+        if (!in.staged && recv_memh != nullptr) {
+          param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
+          param.memh = recv_memh;
+        }
         ucs_status_ptr_t req = ucp_get_nbx(st.eps[p], run_local, static_cast<std::size_t>(run_len),
                                            static_cast<std::uint64_t>(run_remote), st.peer_key[p].rkey, &param);
         if (UCS_PTR_IS_ERR(req)) throw std::runtime_error(ucx_error("ucp_get_nbx", UCS_PTR_STATUS(req)));
