@@ -2,6 +2,8 @@
 // on first use, destroyed by the attribute's delete callback when the communicator is freed.
 #pragma once
 
+#include "collectives/mpi_error.hpp"
+
 #include <mpi.h>
 
 namespace tb {
@@ -9,5 +11,59 @@ namespace tb {
 // A duplicate of `comm` for the testbed's own point-to-point traffic, so that it can never
 // match the user's messages. Created once per communicator.
 MPI_Comm private_comm(MPI_Comm comm);
+
+}  // namespace tb
+
+namespace tb {
+
+// State of type T cached on communicators with one attribute keyval (node_leader's windows,
+// ucx_zcopy's UCX endpoints): created on first use, deleted with its communicator. At the start
+// of MPI_Finalize (when MPI_COMM_SELF's attributes go) the state on MPI_COMM_WORLD is deleted
+// while every rank can still take part; states still alive on other communicators are then
+// left to process exit, since deleting them may be collective in an order no one can agree on.
+template <class T>
+class CommCache {
+ public:
+  static T* find(MPI_Comm comm) {
+    if (key_ == MPI_KEYVAL_INVALID) return nullptr;
+    void* value = nullptr;
+    int found = 0;
+    check_mpi(PMPI_Comm_get_attr(comm, key_, &value, &found), "MPI_Comm_get_attr");
+    return found ? static_cast<T*>(value) : nullptr;
+  }
+
+  // The state on comm; create(comm) makes it (a new T*) on first use.
+  template <class Create>
+  static T& get(MPI_Comm comm, Create create) {
+    if (key_ == MPI_KEYVAL_INVALID) {
+      check_mpi(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &key_, nullptr), "MPI_Comm_create_keyval");
+      check_mpi(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize, &finalize_key_, nullptr),
+                "MPI_Comm_create_keyval");
+      check_mpi(PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_key_, nullptr), "MPI_Comm_set_attr");
+    }
+    if (T* state = find(comm)) return *state;
+    T* state = create(comm);
+    const int rc = PMPI_Comm_set_attr(comm, key_, state);
+    if (rc != MPI_SUCCESS) {
+      delete state;
+      check_mpi(rc, "MPI_Comm_set_attr");
+    }
+    return *state;
+  }
+
+ private:
+  static int delete_state(MPI_Comm, int, void* value, void*) {
+    if (!finalizing_) delete static_cast<T*>(value);
+    return MPI_SUCCESS;
+  }
+  static int on_finalize(MPI_Comm, int, void*, void*) {
+    if (key_ != MPI_KEYVAL_INVALID) PMPI_Comm_delete_attr(MPI_COMM_WORLD, key_);
+    finalizing_ = true;
+    return MPI_SUCCESS;
+  }
+  static inline int key_ = MPI_KEYVAL_INVALID;
+  static inline int finalize_key_ = MPI_KEYVAL_INVALID;
+  static inline bool finalizing_ = false;
+};
 
 }  // namespace tb

@@ -1,5 +1,6 @@
 #include "collectives/node_leader.hpp"
 
+#include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/native.hpp"
 #include "collectives/node_layout.hpp"
@@ -163,25 +164,6 @@ struct NodeState {
   }
 };
 
-int g_key = MPI_KEYVAL_INVALID;
-int g_finalize_key = MPI_KEYVAL_INVALID;
-bool g_finalizing = false;
-
-int free_state(MPI_Comm, int, void* value, void*) {
-  auto* state = static_cast<NodeState*>(value);
-  // Once MPI_Finalize has begun, the node's other ranks may not free the windows with us (they
-  // are collective); MPI reclaims them.
-  if (!g_finalizing) delete state;
-  return MPI_SUCCESS;
-}
-
-// Runs at the start of MPI_Finalize (MPI_COMM_SELF's attributes go first): frees the state on
-// MPI_COMM_WORLD while every rank can still take part, then stops freeing.
-int on_finalize(MPI_Comm, int, void*, void*) {
-  if (g_key != MPI_KEYVAL_INVALID) PMPI_Comm_delete_attr(MPI_COMM_WORLD, g_key);
-  g_finalizing = true;
-  return MPI_SUCCESS;
-}
 
 std::string leader_setting() {
   const char* env = std::getenv("TB_NODE_LEADERS");
@@ -264,29 +246,9 @@ NodeState* create_state(MPI_Comm comm) {
   return state.release();
 }
 
-NodeState* find_state(MPI_Comm comm) {
-  if (g_key == MPI_KEYVAL_INVALID) return nullptr;
-  void* value = nullptr;
-  int found = 0;
-  TB_MPI_CHECK(PMPI_Comm_get_attr(comm, g_key, &value, &found));
-  return found ? static_cast<NodeState*>(value) : nullptr;
-}
+NodeState* find_state(MPI_Comm comm) { return CommCache<NodeState>::find(comm); }
 
-NodeState& node_state(MPI_Comm comm) {
-  if (g_key == MPI_KEYVAL_INVALID) {
-    TB_MPI_CHECK(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_state, &g_key, nullptr));
-    TB_MPI_CHECK(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize, &g_finalize_key, nullptr));
-    TB_MPI_CHECK(PMPI_Comm_set_attr(MPI_COMM_SELF, g_finalize_key, nullptr));
-  }
-  if (NodeState* st = find_state(comm)) return *st;
-  NodeState* st = create_state(comm);
-  const int rc = PMPI_Comm_set_attr(comm, g_key, st);
-  if (rc != MPI_SUCCESS) {
-    delete st;
-    check_mpi(rc, "MPI_Comm_set_attr");
-  }
-  return *st;
-}
+NodeState& node_state(MPI_Comm comm) { return CommCache<NodeState>::get(comm, create_state); }
 
 const std::byte* at(const void* buf, int displ) { return static_cast<const std::byte*>(buf) + displ; }
 std::byte* at(void* buf, int displ) { return static_cast<std::byte*>(buf) + displ; }

@@ -1,5 +1,6 @@
 #include "collectives/ucx_zcopy.hpp"
 
+#include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/native.hpp"
 
@@ -140,29 +141,8 @@ struct UcxState {
   }
 };
 
-int g_key = MPI_KEYVAL_INVALID;
-int g_finalize_key = MPI_KEYVAL_INVALID;
-bool g_finalizing = false;
 
-int free_state(MPI_Comm, int, void* value, void*) {
-  auto* state = static_cast<UcxState*>(value);
-  if (!g_finalizing) delete state;  // after MPI_Finalize began, the process exit reclaims it
-  return MPI_SUCCESS;
-}
-
-int on_finalize(MPI_Comm, int, void*, void*) {
-  if (g_key != MPI_KEYVAL_INVALID) PMPI_Comm_delete_attr(MPI_COMM_WORLD, g_key);
-  g_finalizing = true;
-  return MPI_SUCCESS;
-}
-
-UcxState* find_state(MPI_Comm comm) {
-  if (g_key == MPI_KEYVAL_INVALID) return nullptr;
-  void* value = nullptr;
-  int found = 0;
-  TB_MPI_CHECK(PMPI_Comm_get_attr(comm, g_key, &value, &found));
-  return found ? static_cast<UcxState*>(value) : nullptr;
-}
+UcxState* find_state(MPI_Comm comm) { return CommCache<UcxState>::find(comm); }
 
 UcxState* create_state(MPI_Comm comm) {
   auto st = std::make_unique<UcxState>();
@@ -235,21 +215,7 @@ UcxState* create_state(MPI_Comm comm) {
   return st.release();
 }
 
-UcxState& ucx_state(MPI_Comm comm) {
-  if (g_key == MPI_KEYVAL_INVALID) {
-    TB_MPI_CHECK(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_state, &g_key, nullptr));
-    TB_MPI_CHECK(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize, &g_finalize_key, nullptr));
-    TB_MPI_CHECK(PMPI_Comm_set_attr(MPI_COMM_SELF, g_finalize_key, nullptr));
-  }
-  if (UcxState* st = find_state(comm)) return *st;
-  UcxState* st = create_state(comm);
-  const int rc = PMPI_Comm_set_attr(comm, g_key, st);
-  if (rc != MPI_SUCCESS) {
-    delete st;
-    check_mpi(rc, "MPI_Comm_set_attr");
-  }
-  return *st;
-}
+UcxState& ucx_state(MPI_Comm comm) { return CommCache<UcxState>::get(comm, create_state); }
 
 // The metadata one sender writes for one receiver, followed by rkey bytes and blocks.
 struct Header {
