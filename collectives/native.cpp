@@ -11,4 +11,11 @@ void native_alltoallw(const AlltoallwArgs& a) {
 
 void NativeAlltoallw::run(const AlltoallwArgs& a) { native_alltoallw(a); }
 
+bool delegate_intercommunicator(const AlltoallwArgs& args, const AlltoallwComm& comm, std::string& path) {
+  if (!comm.inter) return false;
+  path = "native (intercommunicator)";
+  native_alltoallw(args);
+  return true;
+}
+
 }  // namespace tb

@@ -9,10 +9,16 @@
 
 #include "collectives/alltoallw.hpp"
 
+#include <string>
+
 namespace tb {
 
 // One PMPI_Alltoallw with the given arguments; what other algorithms delegate to.
 void native_alltoallw(const AlltoallwArgs& args);
+
+// For algorithms written for intracommunicators: runs an intercommunicator call natively, sets
+// `path` to "native (intercommunicator)" and returns true; returns false otherwise.
+bool delegate_intercommunicator(const AlltoallwArgs& args, const AlltoallwComm& comm, std::string& path);
 
 class NativeAlltoallw final : public AlltoallwAlgorithm {
  public:

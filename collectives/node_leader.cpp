@@ -286,11 +286,7 @@ NodeLeaderStats node_leader_stats(MPI_Comm comm) {
 
 void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
   const AlltoallwComm c = check_alltoallw_args(a, name());
-  if (c.inter) {
-    path_ = "native (intercommunicator)";
-    native_alltoallw(a);
-    return;
-  }
+  if (delegate_intercommunicator(a, c, path_)) return;
   const char* copy_env = std::getenv("TB_NODE_LEADER_COPY");
   const std::string copy_mode = copy_env != nullptr && *copy_env != '\0' ? copy_env : "auto";
   if (copy_mode != "auto" && copy_mode != "staged")

@@ -36,11 +36,7 @@ void layout_counts(const std::vector<std::int64_t>& bytes, int self, std::vector
 
 void PackAlltoallv::run(const AlltoallwArgs& a) {
   const AlltoallwComm c = check_alltoallw_args(a, name());
-  if (c.inter) {
-    path_ = "native (intercommunicator)";
-    native_alltoallw(a);
-    return;
-  }
+  if (delegate_intercommunicator(a, c, path_)) return;
   const bool in_place = a.sendbuf == MPI_IN_PLACE;
   path_ = in_place ? "pack_alltoallv (in place)" : "pack_alltoallv";
   // With MPI_IN_PLACE the data to send is what the receive layout holds now.

@@ -24,11 +24,7 @@ std::int64_t bytes_of(int count, MPI_Datatype type) {
 
 void PairwiseAlltoallw::run(const AlltoallwArgs& a) {
   const AlltoallwComm c = check_alltoallw_args(a, name());
-  if (c.inter) {
-    path_ = "native (intercommunicator)";
-    native_alltoallw(a);
-    return;
-  }
+  if (delegate_intercommunicator(a, c, path_)) return;
   path_ = "pairwise";
   const int P = c.size, r = c.rank;
   const MPI_Comm comm = P > 1 ? private_comm(a.comm) : a.comm;

@@ -250,11 +250,7 @@ UcxZcopyStats ucx_zcopy_stats(MPI_Comm comm) {
 
 void UcxZcopyAlltoallw::run(const AlltoallwArgs& a) {
   const AlltoallwComm c = check_alltoallw_args(a, name());
-  if (c.inter) {
-    path_ = "native (intercommunicator)";
-    native_alltoallw(a);
-    return;
-  }
+  if (delegate_intercommunicator(a, c, path_)) return;
   UcxState& st = ucx_state(a.comm);
   const int P = st.P, me = st.rank;
   const bool in_place = a.sendbuf == MPI_IN_PLACE;
