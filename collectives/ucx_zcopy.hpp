@@ -9,6 +9,9 @@
 //      the last ones, so the loops of benchmarks and plans register once) and sends every peer,
 //      in one MPI_Alltoall(v) of metadata, the address of its send region, its block list for
 //      that peer, and the packed rkey - only when that peer has not seen the registration yet;
+//      A sender whose blocks for a peer average below TB_UCX_PACK_BELOW bytes (default 4 KiB,
+//      the crossover measured here) packs them first - all such peers in one pass over its
+//      array - and publishes the packed copy instead ("packed by the sender");
 //   2. each receiver matches the sender's block list with its own receive layout (same
 //      signature, different layouts) into (remote address, local address, length) pieces,
 //      merges adjacent pieces and issues one ucp_get_nbx per piece; if the pieces would be
@@ -50,7 +53,8 @@ class UcxZcopyAlltoallw final : public AlltoallwAlgorithm {
  private:
   std::string path_ = "ucx_zcopy";
   std::vector<std::shared_ptr<const TypeLayout>> slayout_, rlayout_;
-  std::vector<std::byte> in_place_copy_, staging_;
+  std::vector<std::byte> in_place_copy_, staging_, send_staging_;
+  MergedCopy packer_;
   std::vector<int> scounts_, sdispls_, rcounts_, rdispls_;
   std::vector<std::byte> meta_out_, meta_in_;
 };

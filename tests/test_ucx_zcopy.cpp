@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,28 @@ struct Case {
   }
 };
 
+// Sets TB_UCX_PACK_BELOW for one scope (the sender-packing threshold).
+class PackBelow {
+ public:
+  explicit PackBelow(const char* value) {
+    const char* old = std::getenv("TB_UCX_PACK_BELOW");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("TB_UCX_PACK_BELOW", value, 1);
+  }
+  ~PackBelow() {
+    if (had_) {
+      setenv("TB_UCX_PACK_BELOW", old_.c_str(), 1);
+    } else {
+      unsetenv("TB_UCX_PACK_BELOW");
+    }
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
 // The same call through native, for comparison.
 std::vector<double> reference(Case& c, MPI_Comm comm) {
   const std::vector<double> keep = c.recv;
@@ -56,26 +79,38 @@ std::vector<double> reference(Case& c, MPI_Comm comm) {
   return out;
 }
 
-TEST(UcxZcopy, StridedSendsAreGotDirectlyAndFragmentedReceivesThroughStaging) {
-  for (const bool strided_recv : {false, true}) {
-    Case c(MPI_COMM_WORLD, 300, !strided_recv, strided_recv);
+TEST(UcxZcopy, EachPathRunsWhereItShould) {
+  const int peers = test::world_size() - 1;
+  const std::string n = std::to_string(peers);
+  struct Expect {
+    bool strided_send, strided_recv;
+    const char* pack_below;
+    std::string path;
+  };
+  // 300 doubles per peer. A strided send (300 blocks of 8 B) is packed by the sender under the
+  // default threshold and then got in one piece; with packing off it is got block by block.
+  // A contiguous send into a strided receive would be 300 gets: the receiver gets it whole
+  // into staging instead and unpacks.
+  const Expect cases[] = {
+      {true, false, "4096", n + " peers packed by the sender; " + n + " peers direct, 0 by staged get; " + n + " gets"},
+      {true, false, "0", "0 peers packed by the sender; " + n + " peers direct, 0 by staged get; " +
+                             std::to_string(300 * peers) + " gets"},
+      {false, true, "4096", "0 peers packed by the sender; 0 peers direct, " + n + " by staged get; " + n + " gets"},
+  };
+  for (const Expect& e : cases) {
+    PackBelow setting(e.pack_below);
+    Case c(MPI_COMM_WORLD, 300, e.strided_send, e.strided_recv);
     const auto expect = reference(c, MPI_COMM_WORLD);
     UcxZcopyAlltoallw algorithm;
     algorithm.run(c.args(MPI_COMM_WORLD));
-    EXPECT_EQ(test::sum_over_ranks(c.recv == expect ? 0 : 1), 0) << "strided_recv " << strided_recv;
+    EXPECT_EQ(test::sum_over_ranks(c.recv == expect ? 0 : 1), 0) << e.path;
     const std::string path = algorithm.last_path();
-    const int peers = test::world_size() - 1;
-    // Strided send, contiguous receive: one get per sender block (300 per peer), directly.
-    // Contiguous send, strided receive: 300 pieces from 1 block, so the block is got whole.
-    const std::string expect_path = strided_recv ? "0 peers direct, " + std::to_string(peers) + " by staged get; " +
-                                                       std::to_string(peers) + " gets"
-                                                 : std::to_string(peers) + " peers direct, 0 by staged get; " +
-                                                       std::to_string(300 * peers) + " gets";
-    EXPECT_NE(path.find(expect_path), std::string::npos) << path << " (expected " << expect_path << ")";
+    EXPECT_NE(path.find(e.path), std::string::npos) << path << " (expected " << e.path << ")";
   }
 }
 
 TEST(UcxZcopy, RepeatedCallsReuseTheRegistrationAndSendEachRkeyOnce) {
+  PackBelow direct("0");  // the user's send array itself is registered and read
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   EXPECT_EQ(ucx_zcopy_stats(comm).registrations, -1);
