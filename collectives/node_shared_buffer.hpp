@@ -8,8 +8,9 @@
 // process-wide table so an algorithm can ask whether a span of memory is readable by a peer
 // and, on the peer's side, where that memory appears in its own address space.
 //
-// Construction is collective over `comm` (every rank passes its own size, 0 allowed). Destroy
-// the buffer before MPI_Finalize.
+// Construction is collective over `comm` (every rank passes its own size, 0 allowed), and so is
+// destruction (MPI_Win_free): destroy buffers in the same order on every rank, before
+// MPI_Finalize.
 #pragma once
 
 #include <mpi.h>
