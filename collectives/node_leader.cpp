@@ -381,7 +381,15 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
       rows[static_cast<std::size_t>(l) * N + st.node_of[d]] += staged_size(l, d);
       any_direct = any_direct || (st.node_of[d] == node && d != local[l] && mode(l, d) != Mode::staged);
     }
-  std::vector<std::int64_t> out_base(N), out_size(N), in_base(N), in_size(N);
+  // Per-call tables live in the object: once warm, a call allocates nothing.
+  auto& out_base = out_base_;
+  auto& out_size = out_size_;
+  auto& in_base = in_base_;
+  auto& in_size = in_size_;
+  out_base.assign(N, 0);
+  out_size.assign(N, 0);
+  in_base.assign(N, 0);
+  in_size.assign(N, 0);
   std::int64_t total = 0;
   for (int X = 0; X < N; ++X) {
     out_base[X] = total;
@@ -398,7 +406,8 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
     total += in_size[Y];
   }
   // list_at[l * L + k]: where local rank l's lists for local partner k start.
-  std::vector<std::int64_t> list_at(static_cast<std::size_t>(L) * L, 0);
+  auto& list_at = list_at_;
+  list_at.assign(static_cast<std::size_t>(L) * L, 0);
   if (any_direct)
     for (int l = 0; l < L; ++l)
       for (int k = 0; k < L; ++k) {
@@ -466,8 +475,10 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
   st.sync();  // B2
 
   // 4. Leaders start the node-pair messages; everyone moves its on-node data meanwhile.
-  std::vector<MPI_Request> requests;
-  std::vector<std::int64_t> expected;  // bytes each receive request should bring
+  auto& requests = requests_;
+  auto& expected = expected_;  // bytes each receive request should bring
+  requests.clear();
+  expected.clear();
   std::string leader_error;
   auto post = [&](bool send, int peer_rank, std::byte* buf, std::int64_t bytes) {
     for (std::int64_t done = 0; done < bytes; done += kChunk) {
@@ -549,7 +560,8 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
   by_dest.run(false);
 
   if (!requests.empty()) {
-    std::vector<MPI_Status> statuses(requests.size());
+    auto& statuses = statuses_;
+    statuses.resize(requests.size());
     const int rc = PMPI_Waitall(static_cast<int>(requests.size()), requests.data(), statuses.data());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const int err = rc == MPI_ERR_IN_STATUS ? statuses[i].MPI_ERROR : rc;

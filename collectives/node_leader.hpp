@@ -63,7 +63,9 @@ class NodeLeaderAlltoallw final : public AlltoallwAlgorithm {
  private:
   std::string path_ = "node_leader";
   std::vector<std::shared_ptr<const TypeLayout>> slayout_, rlayout_;
-  std::vector<std::int64_t> offsets_;
+  std::vector<std::int64_t> offsets_, out_base_, out_size_, in_base_, in_size_, list_at_, expected_;
+  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Status> statuses_;
   MergedCopy by_source_, by_dest_;
 };
 

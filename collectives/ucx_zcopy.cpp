@@ -302,7 +302,12 @@ void UcxZcopyAlltoallw::run(const AlltoallwArgs& a) {
   // copy): average block below TB_UCX_PACK_BELOW bytes (default 4 KiB: in tb-bench's crossover
   // here packing won clearly at 1 KiB blocks and tied at 4 KiB; 0 turns packing off).
   const std::int64_t pack_below = pack_threshold();
-  std::vector<std::int64_t> sbytes(P, 0), rbytes(P, 0), packed_at(P, -1);
+  auto& sbytes = sbytes_;  // per-call tables live in the object: no allocation once warm
+  auto& rbytes = rbytes_;
+  auto& packed_at = packed_at_;
+  sbytes.assign(P, 0);
+  rbytes.assign(P, 0);
+  packed_at.assign(P, -1);
   std::int64_t slo = 0, shi = 0, packed_total = 0;
   bool any_send = false;
   for (int p = 0; p < P; ++p) {
@@ -413,7 +418,8 @@ void UcxZcopyAlltoallw::run(const AlltoallwArgs& a) {
 
   // 2. Gets, receiver-driven; the self block is a local copy meanwhile.
   std::string error;
-  std::vector<ucs_status_ptr_t> requests;
+  auto& requests = requests_;
+  requests.clear();
   int direct = 0, staged = 0;
   std::int64_t gets = 0;
   struct Incoming {

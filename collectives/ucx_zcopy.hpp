@@ -57,6 +57,8 @@ class UcxZcopyAlltoallw final : public AlltoallwAlgorithm {
   MergedCopy packer_;
   std::vector<int> scounts_, sdispls_, rcounts_, rdispls_;
   std::vector<std::byte> meta_out_, meta_in_;
+  std::vector<std::int64_t> sbytes_, rbytes_, packed_at_;
+  std::vector<void*> requests_;  // ucs_status_ptr_t
 };
 
 // Facts about the UCX state on `comm` (for tests): registrations made so far (-1 before the
