@@ -5,6 +5,8 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 namespace tb::test {
 
@@ -25,5 +27,30 @@ inline std::int64_t sum_over_ranks(std::int64_t v, MPI_Comm comm = MPI_COMM_WORL
   MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, MPI_SUM, comm);
   return out;
 }
+
+// Sets an environment variable for one scope and restores what was there (or its absence).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
 
 }  // namespace tb::test

@@ -68,28 +68,6 @@ std::string expected_inter_node(const NodeLayout& node) {
   return "inter-node: " + std::to_string(m) + " aggregated message" + (m == 1 ? "" : "s");
 }
 
-class EnvSetting {  // sets a variable for one scope, restores it afterwards
- public:
-  EnvSetting(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~EnvSetting() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 TEST(NodeLeader, PrivateArraysAreStagedAndNodesExchangeOneMessagePerPair) {
   StridedCase c(MPI_COMM_WORLD, 37);
   std::vector<double> send(c.send_elements());
@@ -110,7 +88,7 @@ TEST(NodeLeader, SharedArraysAreReadOnceBySingleCopyAndStagedOnRequest) {
   c.fill(send);
   const NodeLayout& node = node_layout(MPI_COMM_WORLD);
   for (const char* mode : {"auto", "staged"}) {
-    EnvSetting copy("TB_NODE_LEADER_COPY", mode);
+    test::ScopedEnv copy("TB_NODE_LEADER_COPY", mode);
     std::fill(c.recv.begin(), c.recv.end(), -1.0);
     NodeLeaderAlltoallw algorithm;
     algorithm.run(c.args(send, MPI_COMM_WORLD));
@@ -206,7 +184,7 @@ TEST(NodeLeader, LeadersFollowTbNodeLeaders) {
 
 TEST(NodeLeader, MalformedSettingsAreNamed) {
   {
-    EnvSetting bad("TB_NODE_LEADERS", "several");
+    test::ScopedEnv bad("TB_NODE_LEADERS", "several");
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     StridedCase c(comm, 2);
@@ -220,7 +198,7 @@ TEST(NodeLeader, MalformedSettingsAreNamed) {
     }
     MPI_Comm_free(&comm);
   }
-  EnvSetting bad("TB_NODE_LEADER_COPY", "zero");
+  test::ScopedEnv bad("TB_NODE_LEADER_COPY", "zero");
   StridedCase c(MPI_COMM_WORLD, 2);
   std::vector<double> send(c.send_elements());
   NodeLeaderAlltoallw algorithm;

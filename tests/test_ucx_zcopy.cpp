@@ -48,28 +48,6 @@ struct Case {
   }
 };
 
-// Sets TB_UCX_PACK_BELOW for one scope (the sender-packing threshold).
-class PackBelow {
- public:
-  explicit PackBelow(const char* value) {
-    const char* old = std::getenv("TB_UCX_PACK_BELOW");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv("TB_UCX_PACK_BELOW", value, 1);
-  }
-  ~PackBelow() {
-    if (had_) {
-      setenv("TB_UCX_PACK_BELOW", old_.c_str(), 1);
-    } else {
-      unsetenv("TB_UCX_PACK_BELOW");
-    }
-  }
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
-
 // The same call through native, for comparison.
 std::vector<double> reference(Case& c, MPI_Comm comm) {
   const std::vector<double> keep = c.recv;
@@ -98,7 +76,7 @@ TEST(UcxZcopy, EachPathRunsWhereItShould) {
       {false, true, "4096", "0 peers packed by the sender; 0 peers direct, " + n + " by staged get; " + n + " gets"},
   };
   for (const Expect& e : cases) {
-    PackBelow setting(e.pack_below);
+    test::ScopedEnv setting("TB_UCX_PACK_BELOW", e.pack_below);
     Case c(MPI_COMM_WORLD, 300, e.strided_send, e.strided_recv);
     const auto expect = reference(c, MPI_COMM_WORLD);
     UcxZcopyAlltoallw algorithm;
@@ -110,7 +88,7 @@ TEST(UcxZcopy, EachPathRunsWhereItShould) {
 }
 
 TEST(UcxZcopy, RepeatedCallsReuseTheRegistrationAndSendEachRkeyOnce) {
-  PackBelow direct("0");  // the user's send array itself is registered and read
+  test::ScopedEnv direct("TB_UCX_PACK_BELOW", "0");  // the user's send array itself is registered and read
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   EXPECT_EQ(ucx_zcopy_stats(comm).registrations, -1);
