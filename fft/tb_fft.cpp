@@ -1,0 +1,363 @@
+// tb-fft: plans a parallel FFT (ParallelFFT), verifies it and times forward+backward pairs with
+// the testbed's method (3 inner x up to 50 outer, barrier before each, MAX over ranks; fastest/3
+// and median), with the per-step breakdown (serial FFT stages, redistributions, scaling).
+//
+// Verification, on every rank with no gather: the input is a sum of seeded random plane waves
+// whose spectrum is known exactly (fft/plane_waves.hpp); the forward result is compared with it,
+// and backward must return the input.
+//
+//   mpiexec -n 2 tb-fft --shape 128,128,128 --kind r2c --method native,local_remap
+#include "collectives/mpi_error.hpp"
+#include "collectives/registry.hpp"
+#include "fft/parallel_fft.hpp"
+#include "fft/plane_waves.hpp"
+#include "microbench/run_metadata.hpp"
+#include "microbench/timing.hpp"
+
+#include <fftw3.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+struct Options {
+  std::vector<std::int64_t> shape{64, 64, 64};
+  std::vector<int> grid{0};
+  std::string kind = "r2c";
+  std::string precision = "double";
+  std::vector<std::string> methods{"native"};
+  std::string planner = "measure";
+  std::vector<std::string> serial{"strided"};
+  std::string normalization = "backward";
+  std::string wisdom;
+  std::uint64_t seed = 20190101;
+  tb::TimingOptions timing{3, 50, 60.0, 5};
+  std::string csv, json;
+};
+
+std::string join(const auto& values, const char* sep) {
+  std::ostringstream s;
+  bool first = true;
+  for (const auto& v : values) {
+    s << (first ? "" : sep) << v;
+    first = false;
+  }
+  return s.str();
+}
+
+std::vector<std::string> expand_methods(const std::vector<std::string>& methods) {
+  std::vector<std::string> out;
+  for (const auto& m : methods) {
+    if (m == "all") {
+      for (const auto& info : tb::alltoallw_algorithms()) out.emplace_back(info.name);
+      out.emplace_back("local_remap");
+    } else if (m == "local_remap" || tb::is_alltoallw_algorithm(m)) {
+      out.push_back(m);
+    } else {
+      tb::make_alltoallw(m);  // throws the registry's "unknown algorithm" error
+    }
+  }
+  return out;
+}
+
+void validate(const Options& opt) {
+  if (opt.shape.size() < 2) throw std::invalid_argument("--shape needs at least 2 axes");
+  for (auto n : opt.shape)
+    if (n < 1) throw std::invalid_argument("--shape: every axis needs length 1 or more");
+  if (opt.grid.empty() || opt.grid.size() > opt.shape.size() - 1)
+    throw std::invalid_argument("--grid: a " + std::to_string(opt.shape.size()) + "-d array takes a grid of 1 to " +
+                                std::to_string(opt.shape.size() - 1) + " dimensions, got " +
+                                std::to_string(opt.grid.size()));
+  tb::parse_fft_kind(opt.kind);
+  tb::parse_fft_precision(opt.precision);
+  tb::parse_fft_planner(opt.planner);
+  tb::parse_fft_normalization(opt.normalization);
+  for (const auto& s : opt.serial) tb::parse_serial_layout(s);
+  expand_methods(opt.methods);
+}
+
+// An array the FFT reads or writes, aligned as FFTW allocates.
+struct Array {
+  explicit Array(std::size_t bytes) : bytes(bytes), data(bytes ? fftw_malloc(bytes) : nullptr) {
+    if (bytes && !data) throw std::bad_alloc();
+  }
+  ~Array() { fftw_free(data); }
+  Array(const Array&) = delete;
+  Array& operator=(const Array&) = delete;
+  std::size_t bytes;
+  void* data;
+};
+
+// max |a - b| / max |a| over this rank's elements, for arrays of `type`.
+double relative_difference(const void* a, const void* b, std::int64_t n, tb::ElementType type) {
+  const bool f64 = type == tb::ElementType::f64 || type == tb::ElementType::c64;
+  const std::int64_t reals = n * static_cast<std::int64_t>(tb::element_size(type) / (f64 ? 8 : 4));
+  double diff = 0.0, scale = 0.0;
+  for (std::int64_t i = 0; i < reals; ++i) {
+    const double x = f64 ? static_cast<const double*>(a)[i] : static_cast<const float*>(a)[i];
+    const double y = f64 ? static_cast<const double*>(b)[i] : static_cast<const float*>(b)[i];
+    diff = std::max(diff, std::abs(x - y));
+    scale = std::max(scale, std::abs(x));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+struct Result {
+  std::string method;  // the redistribution method as the plan reports it
+  std::string serial;
+  bool verified = false;
+  double spectrum_error = 0.0, roundtrip_error = 0.0;
+  double plan_seconds = 0.0;
+  tb::Timing timing;
+  std::vector<tb::FftStep> steps;  // per-call seconds, MAX over ranks
+};
+
+int run(const Options& opt) {
+  int rank = 0;
+  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  const auto methods = expand_methods(opt.methods);
+  const auto precision = tb::parse_fft_precision(opt.precision);
+  auto grid = tb::ProcessGrid::create(MPI_COMM_WORLD, opt.grid);
+  const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
+  bool wisdom_loaded = false;
+  if (!opt.wisdom.empty()) wisdom_loaded = tb::import_fft_wisdom(precision, opt.wisdom);
+
+  const double tolerance = precision == tb::FftPrecision::f64 ? 1e-10 : 2e-4;
+  const auto waves = tb::random_plane_waves(opt.shape, 3, opt.seed);
+  std::vector<Result> results;
+  std::string description;
+  for (const auto& serial : opt.serial) {
+    for (const auto& method : methods) {
+      tb::FftOptions fo;
+      fo.kind = tb::parse_fft_kind(opt.kind);
+      fo.precision = precision;
+      fo.planner = tb::parse_fft_planner(opt.planner);
+      fo.normalization = tb::parse_fft_normalization(opt.normalization);
+      fo.serial = tb::parse_serial_layout(serial);
+      fo.method = method;
+      TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      const double t0 = MPI_Wtime();
+      tb::ParallelFFT fft(grid, opt.shape, fo);
+      double plan_seconds = MPI_Wtime() - t0;
+      TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &plan_seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+      const std::size_t in_bytes = static_cast<std::size_t>(fft.input_size()) * tb::element_size(fft.input_type());
+      const std::size_t out_bytes = static_cast<std::size_t>(fft.output_size()) * tb::element_size(fft.output_type());
+      Array in(in_bytes), out(out_bytes), back(in_bytes);
+
+      // Verify: the spectrum of the plane waves, then the round trip.
+      tb::fill_plane_waves(fft, waves, in.data);
+      fft.forward(in.data, out.data);
+      double errors[2] = {tb::plane_wave_spectrum_error(fft, waves, out.data), 0.0};
+      if (fo.normalization == tb::FftNormalization::orthonormal) {  // undo the 1/sqrt(N) for the check
+        double n = 1;
+        for (auto s : opt.shape) n *= static_cast<double>(s);
+        errors[0] = 0.0;
+        Array scaled(out_bytes);
+        const bool f64 = precision == tb::FftPrecision::f64;
+        for (std::int64_t i = 0; i < 2 * fft.output_size(); ++i) {
+          if (f64) static_cast<double*>(scaled.data)[i] = static_cast<double*>(out.data)[i] * std::sqrt(n);
+          else static_cast<float*>(scaled.data)[i] = static_cast<float>(static_cast<float*>(out.data)[i] * std::sqrt(n));
+        }
+        errors[0] = tb::plane_wave_spectrum_error(fft, waves, scaled.data);
+      }
+      fft.backward(out.data, back.data);
+      errors[1] = relative_difference(in.data, back.data, fft.input_size(), fft.input_type());
+      if (fo.normalization == tb::FftNormalization::none) {  // FFTW's scaling: backward(forward(u)) = N u
+        double n = 1;
+        for (auto s : opt.shape) n *= static_cast<double>(s);
+        errors[1] = 0.0;
+        const bool f64 = precision == tb::FftPrecision::f64;
+        const std::int64_t reals = fft.input_size() * (fo.kind == tb::FftKind::c2c ? 2 : 1);
+        double scale = 0.0;
+        for (std::int64_t i = 0; i < reals; ++i) {
+          const double x = f64 ? static_cast<double*>(in.data)[i] : static_cast<float*>(in.data)[i];
+          const double y = f64 ? static_cast<double*>(back.data)[i] : static_cast<float*>(back.data)[i];
+          errors[1] = std::max(errors[1], std::abs(x - y / n));
+          scale = std::max(scale, std::abs(x));
+        }
+        if (scale > 0) errors[1] /= scale;
+      }
+      TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, errors, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+
+      Result r;
+      r.serial = serial;
+      r.spectrum_error = errors[0];
+      r.roundtrip_error = errors[1];
+      r.verified = errors[0] < tolerance && errors[1] < tolerance;
+      r.plan_seconds = plan_seconds;
+      fft.reset_timings();
+      r.timing = tb::time_collective(grid->comm(), opt.timing, [&] {
+        fft.forward(in.data, out.data);
+        fft.backward(out.data, back.data);
+      });
+      // Per-step time per call, MAX over ranks.
+      r.steps = fft.steps();
+      std::vector<double> per_call(r.steps.size());
+      for (std::size_t i = 0; i < r.steps.size(); ++i)
+        per_call[i] = r.steps[i].calls ? r.steps[i].seconds / static_cast<double>(r.steps[i].calls) : 0.0;
+      TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, per_call.data(), static_cast<int>(per_call.size()), MPI_DOUBLE, MPI_MAX,
+                                 MPI_COMM_WORLD));
+      for (std::size_t i = 0; i < r.steps.size(); ++i) r.steps[i].seconds = per_call[i];
+      r.method = method;
+      if (description.empty() || methods.size() * opt.serial.size() == 1) description = fft.describe();
+      results.push_back(std::move(r));
+    }
+  }
+  bool wisdom_saved = false;
+  if (!opt.wisdom.empty()) wisdom_saved = tb::export_fft_wisdom(MPI_COMM_WORLD, precision, opt.wisdom);
+
+  if (rank == 0) {
+    std::printf("tb-fft  %s %s %s  on grid %s (%d ranks, %d node(s): %s)\n", join(opt.shape, "x").c_str(),
+                opt.kind.c_str(), opt.precision.c_str(), grid->describe().c_str(), meta["ranks"].get<int>(),
+                meta["node_layout"]["nodes"].get<int>(), meta["node_layout"]["source"].get<std::string>().c_str());
+    std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
+                meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
+                meta["git_commit"].get<std::string>().c_str());
+    std::printf("  FFTW %s planner%s; normalisation %s; verification: 3 plane waves, seed %llu, tolerance %.0e\n",
+                opt.planner.c_str(),
+                opt.wisdom.empty() ? "" : (wisdom_loaded ? ", wisdom imported" : ", no wisdom file yet"),
+                opt.normalization.c_str(), static_cast<unsigned long long>(opt.seed), tolerance);
+    std::printf("  timing: forward+backward pairs, %d inner x up to %d outer, MAX over ranks\n", opt.timing.inner,
+                opt.timing.outer);
+    std::printf("%s\n", description.c_str());
+    double native = 0.0;
+    for (const auto& r : results)
+      if (r.method == "native" && r.serial == opt.serial.front()) native = r.timing.fastest();
+    std::printf("  %-14s %-10s %-8s %11s %11s %11s %11s %10s %10s %9s\n", "method", "serial", "verified", "fastest ms",
+                "median ms", "mean fft", "mean redist", "spec.err", "trip.err", "vs native");
+    for (const auto& r : results) {
+      double fft_s = 0.0, redist_s = 0.0;
+      for (const auto& s : r.steps) (s.kind == "redistribute" ? redist_s : fft_s) += s.seconds;
+      char vs[16] = "";
+      if (native > 0) std::snprintf(vs, sizeof vs, "%.2f", r.timing.fastest() / native);
+      std::printf("  %-14s %-10s %-8s %11.3f %11.3f %11.3f %11.3f %10.1e %10.1e %9s\n", r.method.c_str(),
+                  r.serial.c_str(), r.verified ? "yes" : "FAILED", r.timing.fastest() * 1e3, r.timing.median() * 1e3,
+                  fft_s * 1e3, redist_s * 1e3, r.spectrum_error, r.roundtrip_error, vs);
+    }
+    std::printf("\n  breakdown per call (ms, mean over the timed calls, MAX over ranks):\n");
+    for (const auto& r : results) {
+      std::printf("  %s, %s:\n", r.method.c_str(), r.serial.c_str());
+      for (const auto& s : r.steps)
+        std::printf("    %-8s %-60s %9.3f\n", s.direction.c_str(), s.name.c_str(), s.seconds * 1e3);
+    }
+    if (!opt.wisdom.empty())
+      std::printf("\n  wisdom %s %s\n", wisdom_saved ? "written to" : "could NOT be written to", opt.wisdom.c_str());
+
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& r : results) {
+      nlohmann::json steps = nlohmann::json::array();
+      double fft_s = 0.0, redist_s = 0.0;
+      for (const auto& s : r.steps) {
+        steps.push_back({{"direction", s.direction}, {"kind", s.kind}, {"name", s.name}, {"seconds_per_call", s.seconds}});
+        (s.kind == "redistribute" ? redist_s : fft_s) += s.seconds;
+      }
+      rows.push_back({{"tool", "tb-fft"}, {"method", r.method}, {"serial", r.serial}, {"verified", r.verified},
+                      {"kind", opt.kind}, {"precision", opt.precision}, {"global_shape", join(opt.shape, "x")},
+                      {"grid", grid->describe()}, {"planner", opt.planner}, {"normalization", opt.normalization},
+                      {"inner", r.timing.inner}, {"outer", r.timing.seconds_per_op.size()},
+                      {"fastest_s", r.timing.fastest()}, {"median_s", r.timing.median()},
+                      {"fft_s", fft_s}, {"redistribute_s", redist_s}, {"plan_s", r.plan_seconds},
+                      {"spectrum_error", r.spectrum_error}, {"roundtrip_error", r.roundtrip_error},
+                      {"steps", steps}, {"samples_s", r.timing.seconds_per_op}});
+    }
+    if (!opt.json.empty()) {
+      std::ofstream f(opt.json);
+      f << nlohmann::json{{"metadata", meta}, {"results", rows}}.dump(2) << "\n";
+      if (!f) throw std::runtime_error("cannot write " + opt.json);
+    }
+    if (!opt.csv.empty()) {
+      std::ofstream f(opt.csv);
+      const char* columns[] = {"tool", "method", "serial", "verified", "kind", "precision", "global_shape", "grid",
+                               "planner", "normalization", "inner", "outer", "fastest_s", "median_s", "fft_s",
+                               "redistribute_s", "plan_s", "spectrum_error", "roundtrip_error"};
+      f << join(columns, ",") << ",ranks,nodes,mpi_library,cores,numa_nodes,environment,git_commit\n";
+      for (const auto& row : rows) {
+        for (const char* c : columns) {
+          const auto& v = row.at(c);
+          f << (v.is_string() ? v.get<std::string>() : v.dump()) << ",";
+        }
+        f << meta["ranks"] << "," << meta["nodes"] << ",\"" << meta["mpi_library"].get<std::string>() << "\","
+          << meta["hwloc"].value("cores", 0) << "," << meta["hwloc"].value("numa_nodes", 0) << ",\""
+          << tb::relevant_environment_text(meta) << "\"," << meta["git_commit"].get<std::string>() << "\n";
+      }
+      if (!f) throw std::runtime_error("cannot write " + opt.csv);
+    }
+  }
+  const bool ok = std::all_of(results.begin(), results.end(), [](const Result& r) { return r.verified; });
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  Options opt;
+  CLI::App app{"Plan, verify and time a parallel multidimensional FFT (serial FFTW stages + redistributions)"};
+  app.add_option("--shape", opt.shape, "global shape, comma separated (d >= 2)")->delimiter(',')->capture_default_str();
+  app.add_option("--grid", opt.grid,
+                 "process grid dims, 1 to d-1 entries (0 = MPI_Dims_create chooses): 0 = slab, 0,0 = pencil")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--kind", opt.kind, "c2c or r2c (r2c: real input, forward r2c + backward c2r)")->capture_default_str();
+  app.add_option("--precision", opt.precision, "double or float")->capture_default_str();
+  app.add_option("--method", opt.methods, "redistribution: Alltoallw algorithm names, local_remap, or all")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--planner", opt.planner, "FFTW planner: estimate, measure, patient")->capture_default_str();
+  app.add_option("--serial", opt.serial,
+                 "serial transforms: strided (FFTW guru along the axis in place), contiguous (transpose first); "
+                 "both may be given")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--normalization", opt.normalization, "none, backward (1/N on backward), ortho (1/sqrt(N) both ways)")
+      ->capture_default_str();
+  app.add_option("--wisdom", opt.wisdom, "FFTW wisdom file: imported before planning if present, written after");
+  app.add_option("--seed", opt.seed, "seed of the verification input")->capture_default_str();
+  app.add_option("--inner", opt.timing.inner, "forward+backward pairs per timed inner loop")->capture_default_str();
+  app.add_option("--outer", opt.timing.outer, "maximum outer repetitions")->capture_default_str();
+  app.add_option("--max-seconds", opt.timing.max_seconds, "stop repeating after this much time per method (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--csv", opt.csv, "write the results as CSV (rank 0)");
+  app.add_option("--json", opt.json, "write the results, steps and metadata as JSON (rank 0)");
+
+  int code = 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    code = rank == 0 ? app.exit(e) : e.get_exit_code();
+    MPI_Finalize();
+    return code;
+  }
+  try {
+    validate(opt);
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "tb-fft: error: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
+  }
+  try {
+    code = run(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tb-fft (rank %d): error: %s\n", rank, e.what());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Finalize();
+  return code;
+}
