@@ -420,11 +420,16 @@ std::vector<std::int64_t> spectral_shape(std::vector<std::int64_t> shape, FftKin
   return shape;
 }
 
+// P_0 is aligned in axis g, the first whole axis: the first realignment then distributes axis g
+// and keeps the axes after it whole, so every peer's piece is made of long contiguous runs.
 Pencil first_pencil(const std::shared_ptr<const ProcessGrid>& grid, const std::vector<std::int64_t>& shape) {
   if (!grid) throw std::invalid_argument("ParallelFFT: no process grid");
   if (shape.size() < 2)
     throw std::invalid_argument("ParallelFFT: the global shape needs at least 2 axes, got " + std::to_string(shape.size()));
-  return Pencil(grid, shape, static_cast<int>(shape.size()) - 1);
+  if (grid->ndims() < 1 || grid->ndims() > static_cast<int>(shape.size()) - 1)
+    throw std::invalid_argument("ParallelFFT: a " + std::to_string(shape.size()) + "-d array takes a grid of 1 to " +
+                                std::to_string(shape.size() - 1) + " dimensions, got " + std::to_string(grid->ndims()));
+  return Pencil(grid, shape, grid->ndims());
 }
 
 }  // namespace
@@ -432,13 +437,12 @@ Pencil first_pencil(const std::shared_ptr<const ProcessGrid>& grid, const std::v
 ParallelFFT::ParallelFFT(std::shared_ptr<const ProcessGrid> grid, std::vector<std::int64_t> global_shape,
                          const FftOptions& options)
     : options_(options), shape_(std::move(global_shape)), input_(first_pencil(grid, shape_)), work_(new Work) {
-  const int d = static_cast<int>(shape_.size());
   const int g = grid->ndims();
   if (g < 1) throw std::invalid_argument("ParallelFFT: the process grid needs at least one dimension");
   const bool r2c = options_.kind == FftKind::r2c;
   const ElementType ctype = output_type();
 
-  pencils_.emplace_back(grid, spectral_shape(shape_, options_.kind), d - 1);
+  pencils_.emplace_back(grid, spectral_shape(shape_, options_.kind), g);
   for (int k = 1; k <= g; ++k) pencils_.push_back(pencils_.back().realigned(g - k));
 
   std::size_t max_bytes = 0;

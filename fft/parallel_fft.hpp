@@ -3,9 +3,13 @@
 // redistributions (Dalcin, Mortensen and Keyes, JPDC 2019).
 //
 // Layouts, with g = grid dimensions (1 <= g <= d-1) and the default Pencil layout:
-//   input  (physical space) P_0 = [N0/g0, ..., N(g-1)/g(g-1), Ng, ..., N(d-1)]  aligned in d-1
+//   input  (physical space) P_0 = [N0/g0, ..., N(g-1)/g(g-1), Ng, ..., N(d-1)]  aligned in g
 //   P_k = P_(k-1).realigned(g-k), k = 1..g
 //   output (spectral space) P_g, aligned in axis 0
+// e.g. slab 3-D: [N0/P, N1, N2] -> [N0, N1/P, N2']; pencil 3-D: [N0/P, N1/Q, N2] ->
+// [N0/P, N1, N2'/Q] -> [N0, N1/P, N2'/Q]. Aligning P_0 in g (its first whole axis) rather than
+// d-1 makes the first realignment distribute axis g and keep the axes after it whole: each
+// peer's piece is then made of long contiguous runs (FFTW-MPI's transposed layout does the same).
 // Forward: stage 0 transforms the whole trailing axes g..d-1 together (one multi-dimensional FFTW
 // plan; r2c halves axis d-1 to N(d-1)/2+1, FFTW's Hermitian convention); then for k = 1..g one
 // redistribution P_(k-1) -> P_k and a 1-D transform of axis g-k. Backward runs the same stages in

@@ -10,6 +10,8 @@ packages=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   # serial FFTs, topology, UCX
   libfftw3-dev libhwloc-dev libucx-dev
+  # the FFT head to head baselines (both built with Open MPI): FFTW-MPI and mpi4py-fft
+  libfftw3-mpi-dev python3-mpi4py-fft
   # command-line parsing, JSON, tests, benchmarks
   libcli11-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
 )
