@@ -9,7 +9,8 @@
 #
 #   experiments/fft_head_to_head.sh [size ...]       default sizes: 128 256 (cubes)
 #   TB_H2H_RANKS=2 TB_H2H_MAX_SECONDS=20 TB_H2H_METHODS=all   (environment knobs)
-# Writes results/fft_head_to_head/<size>-np<ranks>-<code>.json and prints the comparison table.
+#   TB_H2H_BIN=build/openmpi/bin TB_H2H_OUT=results/fft_head_to_head
+# Writes $TB_H2H_OUT/<size>-np<ranks>-<code>.json and prints the comparison table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
@@ -17,7 +18,7 @@ sizes=("$@")
 ranks=${TB_H2H_RANKS:-2}
 max_s=${TB_H2H_MAX_SECONDS:-20}
 methods=${TB_H2H_METHODS:-all}
-bin=build/openmpi/bin
+bin=${TB_H2H_BIN:-build/openmpi/bin}
 [ -x "$bin/tb-fft" ] && [ -x "$bin/tb-fftw-mpi" ] || ./scripts/build.sh openmpi
 if [ ! -x "$bin/tb-fftw-mpi" ]; then
   echo "fft_head_to_head: tb-fftw-mpi was not built (is libfftw3-mpi-dev installed? scripts/setup.sh)" >&2
@@ -29,7 +30,7 @@ fi
 }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 run=(mpiexec.openmpi --oversubscribe -n)
-out=results/fft_head_to_head
+out=${TB_H2H_OUT:-results/fft_head_to_head}
 mkdir -p "$out"
 files=()
 for n in "${sizes[@]}"; do
