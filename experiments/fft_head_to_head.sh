@@ -5,7 +5,8 @@
 # with the testbed's method (forward+backward pairs, 3 inner x up to 50 outer, MAX over ranks,
 # fastest/3 and median). r2c + c2r, double, slab grid, normalised round trip in every code.
 # Runs on the Open MPI build: Debian's libfftw3-mpi and python3-mpi4py are built with Open MPI.
-# A 1-rank FFTW-MPI run (serial FFTW underneath) is the single-core reference.
+# A 1-rank FFTW-MPI run (serial FFTW underneath) is the single-core reference. tb-fft runs with
+# --backward-destroys-input: backward may overwrite its spectral input, as FFTW-MPI's c2r does.
 #
 #   experiments/fft_head_to_head.sh [size ...]       default sizes: 128 256 (cubes)
 #   TB_H2H_RANKS=2 TB_H2H_MAX_SECONDS=20 TB_H2H_METHODS=all   (environment knobs)
@@ -37,7 +38,7 @@ for n in "${sizes[@]}"; do
   shape=$n,$n,$n
   echo "== $shape, $ranks ranks: tb-fft ($methods)"
   "${run[@]}" "$ranks" "$bin/tb-fft" --shape "$shape" --grid 0 --kind r2c --planner measure --method "$methods" \
-    --max-seconds "$max_s" --json "$out/$n-np$ranks-tb-fft.json" | sed -n '/^  method/,/^$/p'
+    --backward-destroys-input --max-seconds "$max_s" --json "$out/$n-np$ranks-tb-fft.json" | sed -n '/^  method/,/^$/p'
   echo "== $shape, $ranks ranks: FFTW-MPI"
   "${run[@]}" "$ranks" "$bin/tb-fftw-mpi" --shape "$shape" --max-seconds "$max_s" --json "$out/$n-np$ranks-fftw-mpi.json"
   echo "== $shape, $ranks ranks: mpi4py-fft"

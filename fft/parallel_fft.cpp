@@ -456,7 +456,8 @@ ParallelFFT::ParallelFFT(std::shared_ptr<const ProcessGrid> grid, std::vector<st
     stages_.push_back(std::make_unique<TrailingStage<R>>(input_, pencils_[0], g, r2c, flags, work_->a.data(),
                                                          work_->b.data()));
     for (int k = 1; k <= g; ++k)
-      stages_.push_back(std::make_unique<AxisStage<R>>(pencils_[k], g - k, options_.serial, k == g, flags,
+      stages_.push_back(std::make_unique<AxisStage<R>>(pencils_[k], g - k, options_.serial,
+                                                       k == g && !options_.backward_destroys_input, flags,
                                                        work_->a.data(), work_->b.data(), work_->scratch.data()));
   };
   if (options_.precision == FftPrecision::f64) make_stages(double{});
@@ -554,7 +555,12 @@ void ParallelFFT::backward(const void* out, void* in) {
   if (out == nullptr && output_size() > 0) throw std::invalid_argument("ParallelFFT::backward: null spectral array");
   if (in == nullptr && input_size() > 0) throw std::invalid_argument("ParallelFFT::backward: null output array");
   // Y_k: where the data lies before the inverse transform of stage k; alternates A/B from Y_g = A.
-  auto y = [&](int k) -> void* { return (g - k) % 2 == 0 ? work_->a.data() : work_->b.data(); };
+  // With backward_destroys_input the first inverse stage runs in place on `out` (Y_g = out).
+  const bool in_place = options_.backward_destroys_input;
+  auto y = [&](int k) -> void* {
+    if (in_place && k == g) return const_cast<void*>(out);
+    return (g - k - (in_place ? 1 : 0)) % 2 == 0 ? work_->a.data() : work_->b.data();
+  };
   auto timed = [&](int step, auto&& body) {
     const double t0 = MPI_Wtime();
     body();
@@ -585,7 +591,8 @@ std::string ParallelFFT::describe() const {
   std::ostringstream s;
   s << fft_kind_name(options_.kind) << " " << fft_precision_name(options_.precision) << ", grid "
     << input_.grid().describe() << ", FFTW " << fft_planner_name(options_.planner) << ", serial "
-    << serial_layout_name(options_.serial) << ", normalisation " << fft_normalization_name(options_.normalization) << "\n";
+    << serial_layout_name(options_.serial) << ", normalisation " << fft_normalization_name(options_.normalization)
+    << (options_.backward_destroys_input ? ", backward may overwrite its input" : "") << "\n";
   s << "  input  " << input_.describe() << "\n";
   for (std::size_t k = 0; k < pencils_.size(); ++k) {
     s << "  stage " << k << ": " << pencils_[k].describe() << "  " << stages_[k]->name << "; " << stages_[k]->how;

@@ -41,6 +41,7 @@ struct Options {
   std::vector<std::string> serial{"strided"};
   std::string normalization = "backward";
   std::string wisdom;
+  bool destroy_input = false;
   std::uint64_t seed = 20190101;
   tb::TimingOptions timing{3, 50, 60.0, 5};
   std::string csv, json;
@@ -146,6 +147,7 @@ int run(const Options& opt) {
       fo.normalization = tb::parse_fft_normalization(opt.normalization);
       fo.serial = tb::parse_serial_layout(serial);
       fo.method = method;
+      fo.backward_destroys_input = opt.destroy_input;
       TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
       const double t0 = MPI_Wtime();
       tb::ParallelFFT fft(grid, opt.shape, fo);
@@ -328,6 +330,8 @@ int main(int argc, char** argv) {
   app.add_option("--normalization", opt.normalization, "none, backward (1/N on backward), ortho (1/sqrt(N) both ways)")
       ->capture_default_str();
   app.add_option("--wisdom", opt.wisdom, "FFTW wisdom file: imported before planning if present, written after");
+  app.add_flag("--backward-destroys-input", opt.destroy_input,
+               "let backward overwrite its spectral input (FFTW's c2r contract): the first inverse stage runs in place");
   app.add_option("--seed", opt.seed, "seed of the verification input")->capture_default_str();
   app.add_option("--inner", opt.timing.inner, "forward+backward pairs per timed inner loop")->capture_default_str();
   app.add_option("--outer", opt.timing.outer, "maximum outer repetitions")->capture_default_str();
