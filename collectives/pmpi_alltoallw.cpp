@@ -6,15 +6,24 @@
 //
 // TB_ALLTOALLW_VERBOSE=1 prints one line per rank at the first call and whenever the path
 // changes (e.g. a delegation to native), and a count of calls at MPI_Finalize; =2 prints every
-// call. Errors (an unknown algorithm name, bad arguments, MPI failures) are reported on stderr
+// call. TB_ALLTOALLW_RECORD=path appends, for every call on an intracommunicator, one JSON line
+// with the call's per-peer pattern (bytes and contiguous blocks on both sides, from the datatype
+// flattening) that tb-model costs on modelled networks (fpga_transport/pattern.hpp).
+// Errors (an unknown algorithm name, bad arguments, MPI failures) are reported on stderr
 // and raised through the communicator's error handler with an MPI error class, as MPI would.
 // Internally only PMPI_* entry points are used, so the library never recurses into itself.
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
+#include "collectives/type_layout.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -25,7 +34,9 @@ struct State {
   std::string error;  // why no algorithm could be made
   std::string last_path;
   long calls = 0;
+  long recorded = 0;
   int verbose = 0;
+  std::string record_path;
   bool initialised = false;
 };
 
@@ -43,6 +54,7 @@ int world_rank() {
 void init(State& s) {
   s.initialised = true;
   if (const char* v = std::getenv("TB_ALLTOALLW_VERBOSE")) s.verbose = std::atoi(v);
+  if (const char* v = std::getenv("TB_ALLTOALLW_RECORD")) s.record_path = v;
   try {
     s.algorithm = tb::make_alltoallw();
   } catch (const std::exception& e) {
@@ -56,6 +68,48 @@ int fail(MPI_Comm comm, int error_class, const std::string& message) {
   return error_class;
 }
 
+// Contiguous runs of `count` instances of `type` (one run when the instances are dense).
+std::int64_t blocks_of(int count, MPI_Datatype type) {
+  if (count <= 0) return 0;
+  const auto layout = tb::type_layout(type);
+  if (layout->size == 0) return 0;
+  return layout->dense() ? 1 : static_cast<std::int64_t>(count) * static_cast<std::int64_t>(layout->blocks.size());
+}
+
+// Every rank contributes (bytes sent, send blocks, receive blocks) per peer; rank 0 of the
+// communicator appends the call's pattern as one JSON line.
+void record(State& s, const int sendcounts[], const MPI_Datatype sendtypes[], const int recvcounts[],
+            const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  int inter = 0, size = 0, rank = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) return;
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &rank);
+  std::vector<long long> mine(3 * static_cast<std::size_t>(size));
+  for (int p = 0; p < size; ++p) {
+    int type_size = 0;
+    PMPI_Type_size(sendtypes[p], &type_size);
+    mine[3 * p] = static_cast<long long>(sendcounts[p]) * type_size;
+    mine[3 * p + 1] = blocks_of(sendcounts[p], sendtypes[p]);
+    mine[3 * p + 2] = blocks_of(recvcounts[p], recvtypes[p]);
+  }
+  std::vector<long long> all(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
+  PMPI_Gather(mine.data(), 3 * size, MPI_LONG_LONG, all.data(), 3 * size, MPI_LONG_LONG, 0, comm);
+  ++s.recorded;
+  if (rank != 0) return;
+  nlohmann::json pairs = nlohmann::json::array();
+  auto row = [&](int r, int p, int k) { return all[static_cast<std::size_t>(r) * 3 * size + 3 * p + k]; };
+  for (int src = 0; src < size; ++src)
+    for (int dst = 0; dst < size; ++dst)
+      if (row(src, dst, 0) > 0) pairs.push_back({src, dst, row(src, dst, 0), row(src, dst, 1), row(dst, src, 2)});
+  std::ofstream f(s.record_path, std::ios::app);
+  f << nlohmann::json{{"ranks", size},
+                      {"description", "MPI_Alltoallw call " + std::to_string(s.recorded) + " recorded by libtb_alltoallw"},
+                      {"pairs", pairs}}
+           .dump()
+    << "\n";
+}
+
 }  // namespace
 
 extern "C" int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
@@ -65,6 +119,7 @@ extern "C" int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const 
   if (!s.initialised) init(s);
   if (!s.algorithm) return fail(comm, MPI_ERR_ARG, s.error);
   try {
+    if (!s.record_path.empty()) record(s, sendcounts, sendtypes, recvcounts, recvtypes, comm);
     s.algorithm->run({sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm});
   } catch (const tb::MpiError& e) {
     int error_class = MPI_ERR_OTHER;

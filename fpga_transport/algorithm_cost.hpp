@@ -1,0 +1,61 @@
+// The modelled cost of one Alltoallw call (a CommPattern) for each algorithm of the registry and
+// for the local-remap baseline, on a modelled Network, with local work (pack, unpack, copies) on
+// a MemoryModel measured on this machine.
+//
+// Each algorithm becomes a schedule: a sequence of phases, each with the messages in flight at
+// once and every rank's local work (bytes and contiguous blocks copied). A phase costs the
+// network's time for its messages plus the slowest rank's local work; phases do not overlap (no
+// algorithm here pipelines local work with communication, except what the network model itself
+// assumes). The schedules follow the implementations in collectives/:
+//   native          one phase, every message at once (MPICH and Open MPI post all isend/irecv);
+//                   a non-contiguous side is packed or unpacked by the library (MPICH's ch4:ucx
+//                   packs every non-contiguous datatype), the self part is one copy.
+//   pairwise        P-1 phases, step k: rank r sends to r+k, receives from r-k; the library packs
+//                   per message as native does; the self copy in a phase of its own.
+//   pack_alltoallv  pack everything, one phase of contiguous messages, unpack everything.
+//   local_remap     the redistribution baseline (pack, MPI_Alltoall(v), unpack): the same
+//                   schedule as pack_alltoallv in this model.
+//   node_leader     with R ranks per node: every rank copies its on-node data straight into the
+//                   peers' arrays and packs its off-node data into the node's staging; the
+//                   leaders exchange ONE aggregated message per node pair; receivers unpack.
+//   ucx_zcopy       peers whose blocks average at least `pack_below` bytes move with one
+//                   zero-copy message per contiguous piece (min of send and receive blocks) and
+//                   no local work; smaller ones are packed, sent as one message, and unpacked.
+#pragma once
+
+#include "fpga_transport/link_models.hpp"
+#include "fpga_transport/network.hpp"
+#include "fpga_transport/pattern.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tb::fpga {
+
+struct Phase {
+  std::string name;
+  std::vector<Message> messages;
+  std::vector<double> local_bytes, local_blocks;  // per rank
+};
+
+struct ScheduleOptions {
+  int ranks_per_node = 1;            // node_leader's R (ranks are numbered node by node)
+  double pack_below_bytes = 4096.0;  // ucx_zcopy's threshold (TB_UCX_PACK_BELOW)
+};
+
+// The algorithms the model knows: native, pairwise, pack_alltoallv, node_leader, ucx_zcopy,
+// local_remap. Throws std::invalid_argument for other names.
+const std::vector<std::string>& modelled_algorithms();
+std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pattern, const ScheduleOptions& options);
+
+struct Cost {
+  double communication_s = 0.0;
+  double local_s = 0.0;
+  double total_s() const { return communication_s + local_s; }
+  int phases = 0;
+  std::int64_t messages = 0;  // network messages (self excluded)
+};
+
+Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory);
+
+}  // namespace tb::fpga

@@ -1,0 +1,83 @@
+#include "fpga_transport/link_models.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace tb::fpga {
+
+double IecLink::message_time_s(double bytes) const { return transfer_time_s(bytes) + latency_s; }
+
+double IecLink::transfer_time_s(double bytes) const {
+  if (bytes <= 0) return 0.0;
+  return std::ceil(bytes / chunk_bytes()) / clock_hz;
+}
+
+Hockney Hockney::fit(const std::vector<std::pair<double, double>>& points) {
+  const double n = static_cast<double>(points.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : points) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double det = n * sxx - sx * sx;
+  if (points.size() < 2 || !(std::abs(det) > 0))
+    throw std::invalid_argument("Hockney::fit needs points at two or more different message sizes");
+  Hockney h;
+  h.beta_s_per_byte = (n * sxy - sx * sy) / det;
+  h.alpha_s = (sy - h.beta_s_per_byte * sx) / n;
+  return h;
+}
+
+namespace {
+template <class T>
+void get(const nlohmann::json& j, const char* key, T& value) {
+  if (j.contains(key)) j.at(key).get_to(value);
+}
+}  // namespace
+
+void to_json(nlohmann::json& j, const IecLink& m) {
+  j = {{"channel_width_bytes", m.channel_width_bytes}, {"clock_hz", m.clock_hz}, {"latency_s", m.latency_s},
+       {"channels_per_link", m.channels_per_link}};
+}
+void from_json(const nlohmann::json& j, IecLink& m) {
+  get(j, "channel_width_bytes", m.channel_width_bytes);
+  get(j, "clock_hz", m.clock_hz);
+  get(j, "latency_s", m.latency_s);
+  get(j, "channels_per_link", m.channels_per_link);
+  if (m.channel_width_bytes <= 0 || m.clock_hz <= 0 || m.latency_s < 0 || m.channels_per_link < 1)
+    throw std::invalid_argument("IEC link: channel_width_bytes and clock_hz must be positive, latency_s >= 0, "
+                                "channels_per_link >= 1");
+}
+void to_json(nlohmann::json& j, const Hockney& m) {
+  j = {{"alpha_s", m.alpha_s}, {"beta_s_per_byte", m.beta_s_per_byte}};
+}
+void from_json(const nlohmann::json& j, Hockney& m) {
+  get(j, "alpha_s", m.alpha_s);
+  get(j, "beta_s_per_byte", m.beta_s_per_byte);
+  if (j.contains("bandwidth_bytes_per_s")) m.beta_s_per_byte = 1.0 / j.at("bandwidth_bytes_per_s").get<double>();
+  if (m.alpha_s < 0 || m.beta_s_per_byte < 0) throw std::invalid_argument("Hockney: alpha_s and beta_s_per_byte must be >= 0");
+}
+void to_json(nlohmann::json& j, const PcieMpiPath& m) {
+  j = {{"pcie_bandwidth_bytes_per_s", m.pcie_bandwidth_bytes_per_s}, {"pcie_latency_s", m.pcie_latency_s},
+       {"host", m.host}};
+}
+void from_json(const nlohmann::json& j, PcieMpiPath& m) {
+  get(j, "pcie_bandwidth_bytes_per_s", m.pcie_bandwidth_bytes_per_s);
+  get(j, "pcie_latency_s", m.pcie_latency_s);
+  if (j.contains("host")) j.at("host").get_to(m.host);
+  if (m.pcie_bandwidth_bytes_per_s <= 0 || m.pcie_latency_s < 0)
+    throw std::invalid_argument("PCIe+MPI path: pcie_bandwidth_bytes_per_s must be positive, pcie_latency_s >= 0");
+}
+void to_json(nlohmann::json& j, const MemoryModel& m) {
+  j = {{"copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s}, {"per_block_s", m.per_block_s}};
+}
+void from_json(const nlohmann::json& j, MemoryModel& m) {
+  get(j, "copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s);
+  get(j, "per_block_s", m.per_block_s);
+  if (m.copy_bandwidth_bytes_per_s <= 0 || m.per_block_s < 0)
+    throw std::invalid_argument("memory model: copy_bandwidth_bytes_per_s must be positive, per_block_s >= 0");
+}
+
+}  // namespace tb::fpga

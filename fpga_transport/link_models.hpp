@@ -1,0 +1,73 @@
+// Link models: how long one message of L bytes takes on one link, with the units in the names.
+//
+//   IecLink        Intel External Channel between two FPGAs through the optical circuit switch
+//                  (Bittware 520N, Stratix 10): a channel is 32 bytes wide at 156.25 MHz
+//                  (5 GB/s per direction); a link bundles `channels_per_link` channels, data moves
+//                  in whole chunks of width x channels, and every message pays the channel latency:
+//                      t(L) = ceil(L / chunk) / f + latency      (ring: 2 channels, 64 B chunks)
+//   Hockney        alpha-beta: t(L) = alpha + beta L. Fitted to measurements (tb-beff) for the host.
+//   PcieMpiPath    HPCC FPGA's "base" path: FPGA -> host over PCIe, host MPI, host -> FPGA:
+//                      t(L) = 2 (pcie_latency + L / pcie_bandwidth) + host.t(L)
+// A Network (network.hpp) says which model its links use; NetworkSpec files are JSON with these
+// field names (fpga_transport/networks/*.json).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tb::fpga {
+
+struct IecLink {
+  double channel_width_bytes = 32.0;
+  double clock_hz = 156.25e6;
+  double latency_s = 520e-9;
+  int channels_per_link = 2;
+  double chunk_bytes() const { return channel_width_bytes * channels_per_link; }
+  double bandwidth_bytes_per_s() const { return chunk_bytes() * clock_hz; }
+  double message_time_s(double bytes) const;
+  // Time for `bytes` that share the link with other messages: whole chunks, no latency.
+  double transfer_time_s(double bytes) const;
+};
+
+struct Hockney {
+  double alpha_s = 0.0;
+  double beta_s_per_byte = 0.0;
+  double message_time_s(double bytes) const { return alpha_s + beta_s_per_byte * bytes; }
+  double bandwidth_bytes_per_s() const { return beta_s_per_byte > 0 ? 1.0 / beta_s_per_byte : 0.0; }
+  // Least-squares fit of t = alpha + beta L to (bytes, seconds) points (at least two distinct
+  // sizes). Throws std::invalid_argument otherwise.
+  static Hockney fit(const std::vector<std::pair<double, double>>& bytes_seconds);
+};
+
+struct PcieMpiPath {
+  double pcie_bandwidth_bytes_per_s = 7.88e9;  // PCIe 3.0 x8, per direction
+  double pcie_latency_s = 0.0;                 // per transfer (buffer read or write)
+  Hockney host;                                // host-to-host MPI message
+  double message_time_s(double bytes) const {
+    return 2.0 * (pcie_latency_s + bytes / pcie_bandwidth_bytes_per_s) + host.message_time_s(bytes);
+  }
+};
+
+// Local work (pack, unpack, copy) on one processor: t = bytes / bandwidth + blocks * per_block.
+struct MemoryModel {
+  double copy_bandwidth_bytes_per_s = 10e9;
+  double per_block_s = 5e-9;
+  double copy_time_s(double bytes, double blocks) const {
+    return bytes / copy_bandwidth_bytes_per_s + blocks * per_block_s;
+  }
+};
+
+void to_json(nlohmann::json& j, const IecLink& m);
+void from_json(const nlohmann::json& j, IecLink& m);
+void to_json(nlohmann::json& j, const Hockney& m);
+void from_json(const nlohmann::json& j, Hockney& m);
+void to_json(nlohmann::json& j, const PcieMpiPath& m);
+void from_json(const nlohmann::json& j, PcieMpiPath& m);
+void to_json(nlohmann::json& j, const MemoryModel& m);
+void from_json(const nlohmann::json& j, MemoryModel& m);
+
+}  // namespace tb::fpga

@@ -1,0 +1,204 @@
+#include "fpga_transport/network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <queue>
+#include <sstream>
+#include <stdexcept>
+
+namespace tb::fpga {
+
+Network Network::from_file(const std::string& path, int ranks) {
+  std::ifstream f(path);
+  if (!f) throw std::invalid_argument("network file " + path + " cannot be read");
+  nlohmann::json spec;
+  try {
+    f >> spec;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument("network file " + path + ": " + e.what());
+  }
+  return from_json(spec, ranks);
+}
+
+Network Network::from_json(const nlohmann::json& spec, int ranks) {
+  if (ranks < 1) throw std::invalid_argument("network: at least one rank");
+  Network n;
+  n.ranks_ = ranks;
+  n.name_ = spec.value("name", "unnamed");
+  const std::string kind = spec.value("kind", "");
+  if (kind == "iec") n.kind_ = NetworkKind::iec;
+  else if (kind == "pcie_mpi") n.kind_ = NetworkKind::pcie_mpi;
+  else if (kind == "host") n.kind_ = NetworkKind::host;
+  else throw std::invalid_argument("network " + n.name_ + ": kind must be iec, pcie_mpi or host, got '" + kind + "'");
+  if (spec.contains("iec")) spec.at("iec").get_to(n.iec_);
+  if (spec.contains("pcie_mpi")) spec.at("pcie_mpi").get_to(n.pcie_);
+  if (spec.contains("host")) spec.at("host").get_to(n.host_);
+  n.topology_ = spec.value("topology", n.kind_ == NetworkKind::iec ? "ring" : "switch");
+  n.ranks_per_node_ = spec.value("ranks_per_node", n.kind_ == NetworkKind::host ? 0 : 1);
+  if (n.ranks_per_node_ <= 0) n.ranks_per_node_ = ranks;
+
+  n.adjacency_.assign(static_cast<std::size_t>(ranks), {});
+  if (n.kind_ == NetworkKind::iec) {
+    const int per_fpga = spec.value("channels_per_fpga", 4);
+    std::map<std::pair<int, int>, int> channels;  // undirected, merged
+    auto wire = [&](int u, int v, int c) {
+      if (u < 0 || v < 0 || u >= ranks || v >= ranks)
+        throw std::invalid_argument("network " + n.name_ + ": link " + std::to_string(u) + "-" + std::to_string(v) +
+                                    " names an FPGA outside 0.." + std::to_string(ranks - 1));
+      if (u == v || c <= 0) return;
+      channels[{std::min(u, v), std::max(u, v)}] += c;
+    };
+    if (n.topology_ == "ring") {
+      if (ranks == 2) wire(0, 1, per_fpga);  // both ports of each side go to the one neighbour
+      else if (ranks > 2)
+        for (int i = 0; i < ranks; ++i) wire(i, (i + 1) % ranks, per_fpga / 2);
+    } else if (n.topology_ == "torus") {
+      std::vector<int> dims = spec.value("torus_dims", std::vector<int>{});
+      if (dims.empty()) {  // the most nearly square R x C with R <= C
+        int r = static_cast<int>(std::sqrt(static_cast<double>(ranks)));
+        while (r > 1 && ranks % r != 0) --r;
+        dims = {std::max(r, 1), ranks / std::max(r, 1)};
+      }
+      if (dims.size() != 2 || dims[0] * dims[1] != ranks)
+        throw std::invalid_argument("network " + n.name_ + ": torus_dims [R, C] must multiply to the " +
+                                    std::to_string(ranks) + " ranks");
+      const int r = dims[0], c = dims[1];
+      for (int i = 0; i < r; ++i)
+        for (int j = 0; j < c; ++j) {
+          const int me = i * c + j;
+          if (c > 1) wire(me, i * c + (j + 1) % c, per_fpga / 4);
+          if (r > 1) wire(me, ((i + 1) % r) * c + j, per_fpga / 4);
+        }
+    } else if (n.topology_ == "links") {
+      for (const auto& l : spec.at("links")) wire(l.at(0).get<int>(), l.at(1).get<int>(), l.size() > 2 ? l.at(2).get<int>() : 1);
+    } else {
+      throw std::invalid_argument("network " + n.name_ + ": topology must be ring, torus or links, got '" + n.topology_ + "'");
+    }
+    for (const auto& [uv, c] : channels) {
+      n.adjacency_[uv.first].push_back({uv.second, c});
+      n.adjacency_[uv.second].push_back({uv.first, c});
+    }
+    for (auto& a : n.adjacency_) std::sort(a.begin(), a.end(), [](const Edge& x, const Edge& y) { return x.to < y.to; });
+    n.build_routes();
+  }
+  return n;
+}
+
+void Network::build_routes() {
+  next_hop_.assign(static_cast<std::size_t>(ranks_), std::vector<int>(static_cast<std::size_t>(ranks_), -1));
+  for (int dst = 0; dst < ranks_; ++dst) {
+    // BFS from dst: the next hop from u towards dst is u's parent in the tree.
+    std::vector<int> parent(static_cast<std::size_t>(ranks_), -1);
+    std::queue<int> q;
+    parent[dst] = dst;
+    q.push(dst);
+    while (!q.empty()) {
+      const int u = q.front();
+      q.pop();
+      for (const Edge& e : adjacency_[u])
+        if (parent[e.to] < 0) {
+          parent[e.to] = u;
+          q.push(e.to);
+        }
+    }
+    for (int src = 0; src < ranks_; ++src) next_hop_[src][dst] = parent[src];
+  }
+}
+
+std::vector<int> Network::route(int src, int dst) const {
+  if (kind_ != NetworkKind::iec || src == dst) return src == dst ? std::vector<int>{src} : std::vector<int>{src, dst};
+  std::vector<int> path{src};
+  int u = src;
+  while (u != dst) {
+    const int next = next_hop_[u][dst];
+    if (next < 0)
+      throw std::invalid_argument("network " + name_ + ": FPGA " + std::to_string(dst) + " cannot be reached from " +
+                                  std::to_string(src) + " (the topology is not connected)");
+    path.push_back(next);
+    u = next;
+  }
+  return path;
+}
+
+IecLink Network::link_model(int u, int v) const {
+  IecLink m = iec_;
+  for (const Edge& e : adjacency_[u])
+    if (e.to == v) m.channels_per_link = e.channels;
+  return m;
+}
+
+double Network::message_time_s(int src, int dst, double bytes) const {
+  if (src == dst) return 0.0;
+  return phase_time_s({{src, dst, bytes}});
+}
+
+double Network::phase_time_s(const std::vector<Message>& messages) const {
+  switch (kind_) {
+    case NetworkKind::iec: {
+      std::map<std::pair<int, int>, double> chunks;  // directed link -> chunks
+      int longest = 0;
+      for (const Message& m : messages) {
+        if (m.src == m.dst || m.bytes <= 0) continue;
+        const auto path = route(m.src, m.dst);
+        longest = std::max(longest, static_cast<int>(path.size()) - 1);
+        for (std::size_t h = 0; h + 1 < path.size(); ++h) {
+          const IecLink link = link_model(path[h], path[h + 1]);
+          chunks[{path[h], path[h + 1]}] += std::ceil(m.bytes / link.chunk_bytes());
+        }
+      }
+      double worst = 0.0;
+      for (const auto& [link, c] : chunks) worst = std::max(worst, c / iec_.clock_hz);
+      return worst + longest * iec_.latency_s;
+    }
+    case NetworkKind::host:
+    case NetworkKind::pcie_mpi: {
+      std::vector<double> out(static_cast<std::size_t>(ranks_)), in(out.size()), sent(out.size()), received(out.size());
+      for (const Message& m : messages) {
+        if (m.src == m.dst || m.bytes <= 0) continue;
+        out[m.src] += m.bytes;
+        in[m.dst] += m.bytes;
+        sent[m.src] += 1;
+        received[m.dst] += 1;
+      }
+      double host = 0.0, pcie_out = 0.0, pcie_in = 0.0;
+      for (int r = 0; r < ranks_; ++r) {
+        host = std::max(host, sent[r] * host_.alpha_s + std::max(out[r], in[r]) * host_.beta_s_per_byte);
+        pcie_out = std::max(pcie_out, sent[r] * pcie_.pcie_latency_s + out[r] / pcie_.pcie_bandwidth_bytes_per_s);
+        pcie_in = std::max(pcie_in, received[r] * pcie_.pcie_latency_s + in[r] / pcie_.pcie_bandwidth_bytes_per_s);
+      }
+      if (kind_ == NetworkKind::host) return host;
+      // The base path's host part is the path's own host model.
+      double path_host = 0.0;
+      for (int r = 0; r < ranks_; ++r)
+        path_host = std::max(path_host, sent[r] * pcie_.host.alpha_s + std::max(out[r], in[r]) * pcie_.host.beta_s_per_byte);
+      return pcie_out + path_host + pcie_in;
+    }
+  }
+  return 0.0;
+}
+
+std::string Network::describe() const {
+  std::ostringstream s;
+  s << name_ << ": ";
+  switch (kind_) {
+    case NetworkKind::iec:
+      s << "IEC " << topology_ << ", " << iec_.channel_width_bytes << " B x " << iec_.clock_hz / 1e6 << " MHz per channel, "
+        << iec_.latency_s * 1e9 << " ns latency";
+      if (ranks_ > 1 && !adjacency_[0].empty())
+        s << ", " << adjacency_[0][0].channels << " channel(s) per link from FPGA 0";
+      break;
+    case NetworkKind::pcie_mpi:
+      s << "PCIe+MPI, PCIe " << pcie_.pcie_bandwidth_bytes_per_s / 1e9 << " GB/s + " << pcie_.pcie_latency_s * 1e6
+        << " us per transfer, host alpha " << pcie_.host.alpha_s * 1e6 << " us, "
+        << pcie_.host.bandwidth_bytes_per_s() / 1e9 << " GB/s";
+      break;
+    case NetworkKind::host:
+      s << "host Hockney, alpha " << host_.alpha_s * 1e6 << " us, " << host_.bandwidth_bytes_per_s() / 1e9 << " GB/s";
+      break;
+  }
+  return s.str();
+}
+
+}  // namespace tb::fpga

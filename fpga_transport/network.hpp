@@ -1,0 +1,88 @@
+// A modelled network: which link model carries messages between ranks, over which topology, and
+// how concurrent messages share it. One rank per FPGA (IEC, PCIe+MPI) or per host process.
+//
+// Topologies (the optical circuit switch wires ports point to point, fixed for a run):
+//   ring        i <-> i+1 (mod P), each link bundling channels_per_fpga/2 channels;
+//   torus RxC   each FPGA to its four neighbours, channels_per_fpga/4 channels per link;
+//   links       an explicit list [[u, v, channels], ...].
+// Links are full duplex: each direction is a separate resource. A message between FPGAs that are
+// not wired together is forwarded along a shortest path (breadth-first, lowest rank first, so
+// routes are deterministic) through the intermediate FPGAs.
+//
+// Sharing (the cost of one phase of concurrent messages), by kind:
+//   iec       every directed link serialises the bytes routed over it, in whole chunks of its
+//             width; the phase takes the most loaded link's time plus the longest route's
+//             latency (hops x channel latency): T = max_link ceil-chunks(load) / f + max_route h*lat.
+//   host      Hockney per rank: a rank's messages leave one after another and its NIC carries the
+//             larger of its sent and received bytes: T = max_rank (n_sent alpha + max(out, in) beta).
+//   pcie_mpi  three stages one after the other (the base path does not overlap them): PCIe out on
+//             every FPGA, the host network as for `host`, PCIe in; each stage takes its slowest rank.
+// Messages from a rank to itself are local copies, costed by the schedule, never by the network.
+#pragma once
+
+#include "fpga_transport/link_models.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace tb::fpga {
+
+struct Message {
+  int src = 0, dst = 0;
+  double bytes = 0.0;
+};
+
+enum class NetworkKind { iec, pcie_mpi, host };
+
+class Network {
+ public:
+  // From a JSON spec: {"name", "kind": "iec"|"pcie_mpi"|"host", "topology": "ring"|"torus"|"links",
+  // "torus_dims": [R, C], "links": [[u, v, channels]...], "channels_per_fpga", "iec": {...},
+  // "pcie_mpi": {...}, "host": {...}}. `ranks` is the number of FPGAs / processes.
+  static Network from_json(const nlohmann::json& spec, int ranks);
+  static Network from_file(const std::string& path, int ranks);
+
+  const std::string& name() const { return name_; }
+  NetworkKind kind() const { return kind_; }
+  int ranks() const { return ranks_; }
+  // Ranks per node for node_leader: "ranks_per_node" in the spec; default one per FPGA for iec
+  // and pcie_mpi (each FPGA is its own end point) and all ranks on one node for host.
+  int ranks_per_node() const { return ranks_per_node_; }
+  std::string describe() const;
+
+  // Seconds for one phase of concurrent messages (self messages ignored).
+  double phase_time_s(const std::vector<Message>& messages) const;
+  // One message alone (ping-pong half round trip on a quiet network).
+  double message_time_s(int src, int dst, double bytes) const;
+
+  // The route src -> dst as the list of ranks visited, src first (iec only; others: {src, dst}).
+  std::vector<int> route(int src, int dst) const;
+  int hops(int src, int dst) const { return static_cast<int>(route(src, dst).size()) - 1; }
+
+  const IecLink& iec() const { return iec_; }
+  const PcieMpiPath& pcie_mpi() const { return pcie_; }
+  const Hockney& host() const { return host_; }
+
+ private:
+  struct Edge {
+    int to;
+    int channels;
+  };
+  void build_routes();
+  IecLink link_model(int u, int v) const;  // the IEC model of the link u -> v (its channel count)
+
+  std::string name_;
+  NetworkKind kind_ = NetworkKind::host;
+  int ranks_ = 1;
+  int ranks_per_node_ = 1;
+  IecLink iec_;
+  PcieMpiPath pcie_;
+  Hockney host_;
+  std::vector<std::vector<Edge>> adjacency_;
+  std::vector<std::vector<int>> next_hop_;  // next_hop_[src][dst]
+  std::string topology_;
+};
+
+}  // namespace tb::fpga

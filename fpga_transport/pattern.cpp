@@ -1,0 +1,164 @@
+#include "fpga_transport/pattern.hpp"
+
+#include "redistribute/block_distribution.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+namespace tb::fpga {
+
+CommPattern::CommPattern(int ranks) : ranks_(ranks), pairs_(static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks)) {
+  if (ranks < 1) throw std::invalid_argument("CommPattern: at least one rank");
+}
+
+std::int64_t CommPattern::total_bytes() const {
+  std::int64_t t = 0;
+  for (const auto& p : pairs_) t += p.bytes;
+  return t;
+}
+
+nlohmann::json CommPattern::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int s = 0; s < ranks_; ++s)
+    for (int d = 0; d < ranks_; ++d) {
+      const auto& p = at(s, d);
+      if (p.bytes > 0) rows.push_back({s, d, p.bytes, p.send_blocks, p.recv_blocks});
+    }
+  return {{"ranks", ranks_}, {"description", description}, {"pairs", rows}};
+}
+
+CommPattern CommPattern::from_json(const nlohmann::json& j) {
+  CommPattern p(j.at("ranks").get<int>());
+  p.description = j.value("description", "");
+  for (const auto& r : j.at("pairs")) {
+    const int s = r.at(0).get<int>(), d = r.at(1).get<int>();
+    if (s < 0 || d < 0 || s >= p.ranks_ || d >= p.ranks_)
+      throw std::invalid_argument("pattern: pair " + std::to_string(s) + "->" + std::to_string(d) + " outside the " +
+                                  std::to_string(p.ranks_) + " ranks");
+    p.at(s, d) = {r.at(2).get<std::int64_t>(), r.at(3).get<std::int64_t>(), r.at(4).get<std::int64_t>()};
+  }
+  return p;
+}
+
+namespace {
+
+struct Layout {  // a pencil without MPI: which grid axis distributes each array axis (-1: whole)
+  std::vector<int> grid_axis_of;
+};
+
+Layout default_layout(int ndim, int grid_ndims, int aligned) {
+  Layout l{std::vector<int>(static_cast<std::size_t>(ndim), -1)};
+  int next = 0;
+  for (int k = 0; k < ndim && next < grid_ndims; ++k)
+    if (k != aligned) l.grid_axis_of[k] = next++;
+  return l;
+}
+
+// Local box of the rank at `coords`.
+void local_box(const std::vector<std::int64_t>& shape, const Layout& l, const std::vector<int>& dims,
+               const std::vector<int>& coords, std::vector<std::int64_t>& start, std::vector<std::int64_t>& size) {
+  start.assign(shape.size(), 0);
+  size = shape;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    const int q = l.grid_axis_of[k];
+    if (q < 0) continue;
+    BlockDistribution b(shape[k], dims[q]);
+    start[k] = b.start(coords[q]);
+    size[k] = b.size(coords[q]);
+  }
+}
+
+// Contiguous runs of the box [bstart, bstart+bsize) inside a C-order local array of `local`.
+std::int64_t runs(const std::vector<std::int64_t>& local, const std::vector<std::int64_t>& bsize) {
+  std::int64_t count = 1;
+  for (auto s : bsize)
+    if (s == 0) return 0;
+  // trailing axes the box covers whole merge into the run, the first partial one ends it
+  int k = static_cast<int>(local.size()) - 1;
+  while (k >= 0 && bsize[k] == local[k]) --k;
+  for (int a = 0; a < k; ++a) count *= bsize[a];
+  return count;
+}
+
+}  // namespace
+
+CommPattern redistribution_pattern(const std::vector<std::int64_t>& shape, const std::vector<int>& grid_dims,
+                                   int from_axis, int to_axis, std::int64_t element_bytes) {
+  const int d = static_cast<int>(shape.size());
+  const int g = static_cast<int>(grid_dims.size());
+  if (d < 2 || g < 1 || g > d - 1) throw std::invalid_argument("pattern: need d >= 2 and a grid of 1 to d-1 dimensions");
+  if (from_axis < 0 || from_axis >= d || to_axis < 0 || to_axis >= d || from_axis == to_axis)
+    throw std::invalid_argument("pattern: from and to axes must differ and lie in 0.." + std::to_string(d - 1));
+  int ranks = 1;
+  for (int n : grid_dims) {
+    if (n < 1) throw std::invalid_argument("pattern: grid dimensions must be >= 1");
+    ranks *= n;
+  }
+  const Layout in = default_layout(d, g, from_axis);
+  if (in.grid_axis_of[to_axis] < 0)
+    throw std::invalid_argument("pattern: axis " + std::to_string(to_axis) + " is not distributed in the input pencil");
+  Layout out = in;
+  const int q = in.grid_axis_of[to_axis];
+  out.grid_axis_of[to_axis] = -1;
+  out.grid_axis_of[from_axis] = q;
+
+  auto coords_of = [&](int r) {
+    std::vector<int> c(static_cast<std::size_t>(g));
+    for (int a = g - 1; a >= 0; --a) {
+      c[a] = r % grid_dims[a];
+      r /= grid_dims[a];
+    }
+    return c;
+  };
+  CommPattern p(ranks);
+  std::vector<std::int64_t> s_in, n_in, s_out, n_out;
+  for (int src = 0; src < ranks; ++src) {
+    const auto cs = coords_of(src);
+    local_box(shape, in, grid_dims, cs, s_in, n_in);
+    for (int dst = 0; dst < ranks; ++dst) {
+      const auto cd = coords_of(dst);
+      bool same_line = true;  // peers differ only in grid axis q
+      for (int a = 0; a < g; ++a)
+        if (a != q && cs[a] != cd[a]) same_line = false;
+      if (!same_line) continue;
+      local_box(shape, out, grid_dims, cd, s_out, n_out);
+      std::vector<std::int64_t> bsize(shape.size());
+      std::int64_t elems = 1;
+      for (std::size_t k = 0; k < shape.size(); ++k) {
+        const std::int64_t lo = std::max(s_in[k], s_out[k]);
+        const std::int64_t hi = std::min(s_in[k] + n_in[k], s_out[k] + n_out[k]);
+        bsize[k] = std::max<std::int64_t>(0, hi - lo);
+        elems *= bsize[k];
+      }
+      if (elems == 0) continue;
+      p.at(src, dst) = {elems * element_bytes, runs(n_in, bsize), runs(n_out, bsize)};
+    }
+  }
+  std::string shape_text, grid_text;
+  for (auto n : shape) shape_text += (shape_text.empty() ? "" : "x") + std::to_string(n);
+  for (auto n : grid_dims) grid_text += (grid_text.empty() ? "" : "x") + std::to_string(n);
+  p.description = "redistribution " + shape_text + " on grid " + grid_text + ", axis " + std::to_string(from_axis) +
+                  " -> " + std::to_string(to_axis) + ", " + std::to_string(element_bytes) + " B elements";
+  return p;
+}
+
+CommPattern recorded_pattern(const std::string& path, int call) {
+  std::ifstream f(path);
+  if (!f) throw std::invalid_argument("recorded pattern " + path + " cannot be read");
+  std::string line;
+  int index = 0;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    if (index++ != call) continue;
+    try {
+      return CommPattern::from_json(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument("recorded pattern " + path + ", call " + std::to_string(call) + ": " + e.what());
+    }
+  }
+  throw std::invalid_argument("recorded pattern " + path + " holds " + std::to_string(index) + " call(s); call " +
+                              std::to_string(call) + " was asked for");
+}
+
+}  // namespace tb::fpga

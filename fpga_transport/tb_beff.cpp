@@ -1,0 +1,177 @@
+// tb-beff: the b_eff benchmark over MPI with HPCC FPGA's rules (fpga_transport/beff.hpp): ranks
+// in a ring, each exchanging L bytes with both neighbours at once (two MPI_Isend, two MPI_Irecv,
+// MPI_Waitall), L = 2^0 .. 2^max, ll(i) exchanges per size, the minimum over repetitions on each
+// rank then the maximum over ranks. Every received byte is checked (it must equal log2(L) mod 256).
+// It also fits the Hockney model of one exchange, alpha + beta * L, and can write it as the
+// calibrated host network for tb-model (--fit-out).
+//
+//   mpiexec -n 2 tb-beff --json beff.json --fit-out host.json
+#include "collectives/mpi_error.hpp"
+#include "fpga_transport/beff.hpp"
+#include "microbench/run_metadata.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Options {
+  tb::fpga::BeffRules rules;
+  int repetitions = 3;
+  int loop_divisor = 1;
+  std::string json, fit_out;
+};
+
+int run(const Options& opt) {
+  int rank = 0, size = 1;
+  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  const auto sizes = tb::fpga::beff_sizes(opt.rules);
+  const std::size_t max_bytes = static_cast<std::size_t>(sizes.back());
+  std::vector<unsigned char> send(max_bytes), from_left(max_bytes), from_right(max_bytes);
+
+  std::vector<double> loop_seconds;
+  std::vector<std::int64_t> loop_lengths;
+  long long wrong = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const int bytes = static_cast<int>(sizes[i]);
+    const unsigned char value = static_cast<unsigned char>(i % 256);
+    const std::int64_t ll = std::max<std::int64_t>(1, tb::fpga::beff_loop_length(static_cast<int>(i), opt.rules) / opt.loop_divisor);
+    std::fill(send.begin(), send.begin() + bytes, value);
+    double best = 1e300;
+    for (int rep = 0; rep < opt.repetitions; ++rep) {
+      std::fill(from_left.begin(), from_left.begin() + bytes, static_cast<unsigned char>(~value));
+      std::fill(from_right.begin(), from_right.begin() + bytes, static_cast<unsigned char>(~value));
+      TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      const double t0 = MPI_Wtime();
+      for (std::int64_t k = 0; k < ll; ++k) {
+        MPI_Request req[4];
+        // tag 0 travels rightwards, tag 1 leftwards: distinct even when left == right
+        TB_MPI_CHECK(MPI_Irecv(from_left.data(), bytes, MPI_BYTE, left, 0, MPI_COMM_WORLD, &req[0]));
+        TB_MPI_CHECK(MPI_Irecv(from_right.data(), bytes, MPI_BYTE, right, 1, MPI_COMM_WORLD, &req[1]));
+        TB_MPI_CHECK(MPI_Isend(send.data(), bytes, MPI_BYTE, right, 0, MPI_COMM_WORLD, &req[2]));
+        TB_MPI_CHECK(MPI_Isend(send.data(), bytes, MPI_BYTE, left, 1, MPI_COMM_WORLD, &req[3]));
+        TB_MPI_CHECK(MPI_Waitall(4, req, MPI_STATUSES_IGNORE));
+      }
+      best = std::min(best, MPI_Wtime() - t0);
+      wrong += std::count_if(from_left.begin(), from_left.begin() + bytes, [&](unsigned char c) { return c != value; });
+      wrong += std::count_if(from_right.begin(), from_right.begin() + bytes, [&](unsigned char c) { return c != value; });
+    }
+    TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &best, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    loop_seconds.push_back(best);
+    loop_lengths.push_back(ll);
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+
+  // b_eff with the loop lengths actually run (they differ from the rules' only with --loop-divisor).
+  tb::fpga::BeffResult result = tb::fpga::beff_from_times(size, opt.rules, loop_seconds);
+  double sum = 0.0;
+  std::vector<std::pair<double, double>> fit_points;
+  for (std::size_t i = 0; i < result.points.size(); ++i) {
+    auto& p = result.points[i];
+    p.loop_length = loop_lengths[i];
+    p.bandwidth_bytes_per_s = 2.0 * size * static_cast<double>(p.bytes) * static_cast<double>(p.loop_length) / p.seconds;
+    sum += p.bandwidth_bytes_per_s;
+    fit_points.emplace_back(static_cast<double>(p.bytes), p.seconds / static_cast<double>(p.loop_length));
+  }
+  result.beff_bytes_per_s = sum / static_cast<double>(result.points.size());
+  // One exchange sends and receives 2 messages per rank: the host model's 2 alpha + 2 L beta.
+  tb::fpga::Hockney exchange = tb::fpga::Hockney::fit(fit_points);
+  tb::fpga::Hockney host{std::max(0.0, exchange.alpha_s / 2.0), exchange.beta_s_per_byte / 2.0};
+
+  const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::printf("tb-beff  %d ranks in a ring (%s), sizes 2^0..2^%d, %d repetitions%s\n", size,
+                meta["mpi_library"].get<std::string>().c_str(), opt.rules.max_exponent, opt.repetitions,
+                opt.loop_divisor > 1 ? (", loop lengths / " + std::to_string(opt.loop_divisor)).c_str() : "");
+    std::printf("  %10s %10s %14s %14s %16s\n", "bytes", "loops", "time s", "b(L) GB/s", "per rank GB/s");
+    for (const auto& p : result.points)
+      std::printf("  %10lld %10lld %14.6f %14.4f %16.4f\n", static_cast<long long>(p.bytes),
+                  static_cast<long long>(p.loop_length), p.seconds, p.bandwidth_bytes_per_s / 1e9,
+                  p.bandwidth_bytes_per_s / 1e9 / size);
+    std::printf("  b_eff = %.4f GB/s (%.4f GB/s per rank); validation: %s (%lld wrong bytes)\n",
+                result.beff_bytes_per_s / 1e9, result.per_rank_bytes_per_s() / 1e9, wrong == 0 ? "passed" : "FAILED",
+                wrong);
+    std::printf("  Hockney fit of one exchange: %.3f us + L / %.3f GB/s -> host model alpha %.3f us, %.3f GB/s\n",
+                exchange.alpha_s * 1e6, exchange.bandwidth_bytes_per_s() / 1e9, host.alpha_s * 1e6,
+                host.bandwidth_bytes_per_s() / 1e9);
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : result.points)
+      points.push_back({{"bytes", p.bytes}, {"loop_length", p.loop_length}, {"seconds", p.seconds},
+                        {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s}});
+    if (!opt.json.empty()) {
+      std::ofstream f(opt.json);
+      f << nlohmann::json{{"metadata", meta},
+                          {"results",
+                           {{"tool", "tb-beff"}, {"ranks", size}, {"beff_bytes_per_s", result.beff_bytes_per_s},
+                            {"beff_per_rank_bytes_per_s", result.per_rank_bytes_per_s()}, {"validated", wrong == 0},
+                            {"repetitions", opt.repetitions}, {"loop_divisor", opt.loop_divisor},
+                            {"exchange_fit", exchange}, {"points", points}}}}
+               .dump(2)
+        << "\n";
+      if (!f) throw std::runtime_error("cannot write " + opt.json);
+    }
+    if (!opt.fit_out.empty()) {
+      std::ofstream f(opt.fit_out);
+      f << nlohmann::json{{"name", "host-calibrated"},
+                          {"comment", "Hockney fit of tb-beff exchanges on this machine (alpha and beta per message)"},
+                          {"kind", "host"},
+                          {"host", host},
+                          {"calibration", {{"ranks", size}, {"mpi_library", meta["mpi_library"]},
+                                           {"timestamp_utc", meta["timestamp_utc"]}, {"git_commit", meta["git_commit"]}}}}
+               .dump(2)
+        << "\n";
+      if (!f) throw std::runtime_error("cannot write " + opt.fit_out);
+    }
+  }
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Options opt;
+  CLI::App app{"b_eff over MPI with HPCC FPGA's rules (ring, both neighbours, 2^0..2^20 bytes)"};
+  app.add_option("--max-exponent", opt.rules.max_exponent, "largest message 2^max bytes")->capture_default_str()->check(CLI::Range(0, 30));
+  app.add_option("-u", opt.rules.u, "loop length u")->capture_default_str();
+  app.add_option("-l", opt.rules.l, "loop length floor l")->capture_default_str();
+  app.add_option("-o", opt.rules.o, "exponent o up to which the loop length is u")->capture_default_str();
+  app.add_option("-d", opt.rules.d, "loop length steps d")->capture_default_str();
+  app.add_option("--repetitions", opt.repetitions, "repetitions per size (minimum taken)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--loop-divisor", opt.loop_divisor, "divide every loop length (quick runs; the output says so)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
+  app.add_option("--fit-out", opt.fit_out, "write the fitted host network for tb-model (rank 0)");
+  try {
+    app.parse(argc, argv);
+    if (opt.rules.d <= 0 || opt.rules.l < 1 || opt.rules.u < opt.rules.l)
+      throw CLI::ValidationError("loop rules", "need d > 0 and 1 <= l <= u");
+  } catch (const CLI::ParseError& e) {
+    const int code = rank == 0 ? app.exit(e) : e.get_exit_code();
+    MPI_Finalize();
+    return code;
+  }
+  int code = 0;
+  try {
+    code = run(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tb-beff (rank %d): error: %s\n", rank, e.what());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Finalize();
+  return code;
+}

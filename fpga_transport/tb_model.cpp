@@ -1,0 +1,175 @@
+// tb-model: the modelled cost of one Alltoallw (a redistribution plan's pattern, or a call recorded
+// by the PMPI library) for every algorithm and the local-remap baseline, on modelled networks
+// (IEC ring, IEC torus, PCIe+MPI, the host calibrated by tb-beff), with the local work on the
+// memory model of this machine. Prints algorithm x network -> predicted time with the
+// communication and local-work split, and the model b_eff of every network; writes CSV.
+//
+//   tb-model --shape 256,256,256 --grid 4 --from-axis 2 --to-axis 0 --type c64
+//   tb-model --pattern calls.jsonl --call 0
+#include "fpga_transport/algorithm_cost.hpp"
+#include "fpga_transport/beff.hpp"
+#include "fpga_transport/network.hpp"
+#include "fpga_transport/pattern.hpp"
+#include "redistribute/element_type.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#ifndef TB_SOURCE_DIR
+#define TB_SOURCE_DIR "."
+#endif
+
+namespace {
+
+// Copy bandwidth and per-block cost of this machine: one large memcpy, and the same bytes in
+// 64-byte blocks at a 128-byte stride.
+tb::fpga::MemoryModel measure_memory() {
+  const std::size_t bytes = std::size_t{64} << 20;
+  std::vector<char> src(2 * bytes, 1), dst(2 * bytes, 0);
+  auto time = [](auto&& f) {
+    double best = 1e300;
+    for (int r = 0; r < 5; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  const double contiguous = time([&] { std::memcpy(dst.data(), src.data(), bytes); });
+  const std::size_t blocks = bytes / 64;
+  const double strided = time([&] {
+    for (std::size_t b = 0; b < blocks; ++b) std::memcpy(dst.data() + b * 64, src.data() + b * 128, 64);
+  });
+  tb::fpga::MemoryModel m;
+  m.copy_bandwidth_bytes_per_s = static_cast<double>(bytes) / contiguous;
+  m.per_block_s = std::max(0.0, (strided - contiguous) / static_cast<double>(blocks));
+  return m;
+}
+
+std::string ms(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", s * 1e3);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::int64_t> shape{128, 128, 128};
+  std::vector<int> grid{2};
+  int from_axis = -1, to_axis = 0, call = 0, ranks_per_node = 0;
+  std::string type = "c64", pattern_file, memory_file, csv, save_memory;
+  std::vector<std::string> networks, algorithms;
+  bool beff = false;
+  double pack_below = 4096;
+  const std::string net_dir = std::string(TB_SOURCE_DIR) + "/fpga_transport/networks/";
+
+  CLI::App app{"Modelled cost of one Alltoallw per algorithm on IEC, PCIe+MPI and calibrated host networks"};
+  app.add_option("--shape", shape, "global shape of the redistributed array")->delimiter(',')->capture_default_str();
+  app.add_option("--grid", grid, "process grid dims (every entry >= 1)")->delimiter(',')->capture_default_str();
+  app.add_option("--from-axis", from_axis, "aligned axis of the input pencil (default: last)");
+  app.add_option("--to-axis", to_axis, "aligned axis of the output pencil")->capture_default_str();
+  app.add_option("--type", type, "element type: f32, f64, c32, c64")->capture_default_str();
+  app.add_option("--pattern", pattern_file, "a pattern recorded with TB_ALLTOALLW_RECORD instead of --shape");
+  app.add_option("--call", call, "which recorded call (0-based)")->capture_default_str();
+  app.add_option("--network", networks,
+                 "network JSON files (default: iec_ring, iec_torus, pcie_mpi_520n and host_calibrated in " + net_dir + ")")
+      ->delimiter(',');
+  app.add_option("--algorithm", algorithms, "algorithms to cost (default: all modelled)")->delimiter(',');
+  app.add_option("--ranks-per-node", ranks_per_node,
+                 "node_leader's ranks per node (default: the network's; one per FPGA, all on one host)");
+  app.add_option("--pack-below", pack_below, "ucx_zcopy's packing threshold in bytes")->capture_default_str();
+  app.add_option("--memory", memory_file, "memory model JSON (default: measured now on this machine)");
+  app.add_option("--save-memory", save_memory, "write the measured memory model to this file");
+  app.add_option("--csv", csv, "write algorithm x network rows as CSV");
+  app.add_flag("--beff", beff, "also print the model b_eff of each network at the pattern's rank count");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    tb::fpga::CommPattern pattern =
+        pattern_file.empty()
+            ? tb::fpga::redistribution_pattern(shape, grid, from_axis >= 0 ? from_axis : static_cast<int>(shape.size()) - 1,
+                                               to_axis, static_cast<std::int64_t>(tb::element_size(tb::parse_element_type(type))))
+            : tb::fpga::recorded_pattern(pattern_file, call);
+    const int ranks = pattern.ranks();
+    if (networks.empty())
+      for (const char* f : {"iec_ring.json", "iec_torus.json", "pcie_mpi_520n.json", "host_calibrated.json"})
+        networks.push_back(net_dir + f);
+    if (algorithms.empty()) algorithms = tb::fpga::modelled_algorithms();
+
+    tb::fpga::MemoryModel memory;
+    std::string memory_source;
+    if (!memory_file.empty()) {
+      std::ifstream f(memory_file);
+      if (!f) throw std::invalid_argument("cannot read " + memory_file);
+      nlohmann::json j;
+      f >> j;
+      memory = j.get<tb::fpga::MemoryModel>();
+      memory_source = memory_file;
+    } else {
+      memory = measure_memory();
+      memory_source = "measured now";
+    }
+    if (!save_memory.empty()) std::ofstream(save_memory) << nlohmann::json(memory).dump(2) << "\n";
+
+    std::vector<tb::fpga::Network> nets;
+    for (const auto& f : networks) nets.push_back(tb::fpga::Network::from_file(f, ranks));
+    tb::fpga::ScheduleOptions so;
+    so.pack_below_bytes = pack_below;
+
+    std::printf("tb-model  %s; %d ranks, %.3f MiB moved in all\n", pattern.description.c_str(), ranks,
+                static_cast<double>(pattern.total_bytes()) / (1 << 20));
+    std::printf("  local work: %.2f GB/s copy, %.2f ns per block (%s)\n", memory.copy_bandwidth_bytes_per_s / 1e9,
+                memory.per_block_s * 1e9, memory_source.c_str());
+    for (const auto& n : nets)
+      std::printf("  network %s; node_leader: %d rank(s) per node\n", n.describe().c_str(),
+                  ranks_per_node > 0 ? ranks_per_node : n.ranks_per_node());
+    std::printf("\n  %-16s", "ms (comm+local)");
+    for (const auto& n : nets) std::printf(" %26s", n.name().c_str());
+    std::printf("\n");
+    std::ofstream out;
+    if (!csv.empty()) {
+      out.open(csv);
+      out << "pattern,ranks,algorithm,network,communication_s,local_s,total_s,phases,messages\n";
+    }
+    std::vector<std::pair<double, std::string>> best(nets.size(), {1e300, ""});
+    for (const auto& a : algorithms) {
+      std::printf("  %-16s", a.c_str());
+      for (std::size_t i = 0; i < nets.size(); ++i) {
+        so.ranks_per_node = ranks_per_node > 0 ? ranks_per_node : nets[i].ranks_per_node();
+        const auto c = tb::fpga::cost(tb::fpga::schedule(a, pattern, so), nets[i], memory);
+        const std::string cell = ms(c.total_s()) + " (" + ms(c.communication_s) + "+" + ms(c.local_s) + ")";
+        std::printf(" %26s", cell.c_str());
+        if (c.total_s() < best[i].first) best[i] = {c.total_s(), a};
+        if (out)
+          out << "\"" << pattern.description << "\"," << ranks << "," << a << "," << nets[i].name() << ","
+              << c.communication_s << "," << c.local_s << "," << c.total_s() << "," << c.phases << "," << c.messages << "\n";
+      }
+      std::printf("\n");
+    }
+    std::printf("  %-16s", "fastest");
+    for (const auto& b : best) std::printf(" %26s", b.second.c_str());
+    std::printf("\n");
+    if (beff) {
+      std::printf("\n  model b_eff (HPCC FPGA rules) at %d ranks:\n", ranks);
+      for (const auto& n : nets) {
+        const auto r = tb::fpga::model_beff(n);
+        std::printf("    %-20s b_eff %.3f GB/s per rank, b(1 MiB) %.3f GB/s per rank\n", n.name().c_str(),
+                    r.per_rank_bytes_per_s() / 1e9, r.points.back().bandwidth_bytes_per_s / ranks / 1e9);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tb-model: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,177 @@
+// The FPGA link, topology and b_eff models pinned to hand-computed values, and the publication's
+// model figures (HPCC FPGA, Meyer et al.); the pattern of a redistribution; the schedules.
+#include "fpga_transport/algorithm_cost.hpp"
+#include "fpga_transport/beff.hpp"
+#include "fpga_transport/link_models.hpp"
+#include "fpga_transport/network.hpp"
+#include "fpga_transport/pattern.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace tb::fpga {
+namespace {
+
+const std::string kNetworks = TB_SOURCE_DIR "/fpga_transport/networks/";
+
+TEST(IecLink, MessageTimeIsWholeChunksPlusLatency) {
+  IecLink link;  // 32 B x 2 channels = 64 B chunks at 156.25 MHz, 520 ns
+  EXPECT_DOUBLE_EQ(link.chunk_bytes(), 64.0);
+  EXPECT_NEAR(link.message_time_s(1), 1.0 / 156.25e6 + 520e-9, 1e-15);   // 526.4 ns
+  EXPECT_NEAR(link.message_time_s(64), 526.4e-9, 1e-15);
+  EXPECT_NEAR(link.message_time_s(65), 2.0 / 156.25e6 + 520e-9, 1e-15);  // 532.8 ns
+  EXPECT_NEAR(link.message_time_s(1 << 20), 16384.0 / 156.25e6 + 520e-9, 1e-12);  // 105.3776 us
+  EXPECT_DOUBLE_EQ(link.bandwidth_bytes_per_s(), 10e9);
+}
+
+TEST(BeffRules, LoopLengths) {
+  BeffRules r;
+  for (int i = 0; i <= 11; ++i) EXPECT_EQ(beff_loop_length(i, r), 65536) << i;
+  EXPECT_EQ(beff_loop_length(12, r), 65536 - 9325);      // floor((65536 - 256) / 7) = 9325
+  EXPECT_EQ(beff_loop_length(18, r), 65536 - 7 * 9325);  // 261
+  EXPECT_EQ(beff_loop_length(19, r), 256);
+  EXPECT_EQ(beff_loop_length(20, r), 256);
+  EXPECT_EQ(beff_sizes(r).size(), 21u);
+}
+
+TEST(BeffRules, BandwidthFromTimes) {
+  BeffRules r;
+  r.max_exponent = 1;  // sizes 1 and 2, loop length u
+  const auto res = beff_from_times(3, r, {0.5, 0.25});
+  EXPECT_DOUBLE_EQ(res.points[0].bandwidth_bytes_per_s, 2.0 * 3 * 1 * 65536 / 0.5);
+  EXPECT_DOUBLE_EQ(res.points[1].bandwidth_bytes_per_s, 2.0 * 3 * 2 * 65536 / 0.25);
+  EXPECT_DOUBLE_EQ(res.beff_bytes_per_s, (res.points[0].bandwidth_bytes_per_s + res.points[1].bandwidth_bytes_per_s) / 2);
+  EXPECT_THROW(beff_from_times(3, r, {1.0}), std::invalid_argument);
+}
+
+// The publication's model: about 7.77 GB/s per FPGA on IEC, 19.6-20 GB/s per FPGA at 1 MiB.
+TEST(ModelBeff, IecRingReproducesThePublishedModel) {
+  for (int ranks : {4, 8, 25}) {
+    const Network ring = Network::from_file(kNetworks + "iec_ring.json", ranks);
+    const auto r = model_beff(ring);
+    // sum over L of 2 L / (ceil(L/64) / 156.25 MHz + 520 ns), / 21, by hand: 7.7718 GB/s
+    EXPECT_NEAR(r.per_rank_bytes_per_s() / 1e9, 7.7718, 0.001) << ranks << " FPGAs";
+    EXPECT_NEAR(r.points.back().bandwidth_bytes_per_s / ranks / 1e9, 2.0 * 1048576 / 105.3776e-6 / 1e9, 1e-6);
+    EXPECT_GT(r.points.back().bandwidth_bytes_per_s / ranks, 19.6e9);
+    EXPECT_LT(r.points.back().bandwidth_bytes_per_s / ranks, 20.0e9);
+  }
+}
+
+// The PCIe+MPI base path with the publication's host figure (120 us fixed per exchange): the
+// formula by hand gives 0.457 GB/s per FPGA. The publication MEASURED 0.185 GB/s; this model,
+// with these parameters, is 2.5x above it (see the README: it needs about 650 us per exchange).
+TEST(ModelBeff, PcieMpiBasePath) {
+  const Network pcie = Network::from_file(kNetworks + "pcie_mpi_520n.json", 4);
+  // one message: 2 (29 us + L / 7.88 GB/s) + 2 us + L / 12.5 GB/s
+  EXPECT_NEAR(pcie.message_time_s(0, 1, 1e6), 2 * (29e-6 + 1e6 / 7.88e9) + 2e-6 + 1e6 / 12.5e9, 1e-12);
+  const auto r = model_beff(pcie);
+  EXPECT_NEAR(r.per_rank_bytes_per_s() / 1e9, 0.45745, 0.0005);
+}
+
+TEST(Hockney, FitRecoversAlphaAndBeta) {
+  std::vector<std::pair<double, double>> pts;
+  for (double L : {1.0, 1024.0, 65536.0, 1048576.0}) pts.emplace_back(L, 3e-6 + L / 5e9);
+  const Hockney h = Hockney::fit(pts);
+  EXPECT_NEAR(h.alpha_s, 3e-6, 1e-12);
+  EXPECT_NEAR(h.bandwidth_bytes_per_s(), 5e9, 1.0);
+  EXPECT_THROW(Hockney::fit({{8.0, 1.0}}), std::invalid_argument);
+}
+
+TEST(Topology, RingAndTorusRoutes) {
+  const Network ring = Network::from_file(kNetworks + "iec_ring.json", 8);
+  EXPECT_EQ(ring.hops(0, 1), 1);
+  EXPECT_EQ(ring.hops(0, 4), 4);
+  EXPECT_EQ(ring.route(0, 3), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(ring.route(0, 6), (std::vector<int>{0, 7, 6}));
+  nlohmann::json spec = {{"kind", "iec"}, {"topology", "torus"}, {"torus_dims", {4, 4}}};
+  const Network torus = Network::from_json(spec, 16);
+  EXPECT_EQ(torus.hops(0, 10), 4);  // (0,0) -> (2,2)
+  EXPECT_EQ(torus.hops(0, 3), 1);   // wraps around
+  spec["torus_dims"] = {3, 4};
+  EXPECT_THROW(Network::from_json(spec, 16), std::invalid_argument);
+  const nlohmann::json split = {{"kind", "iec"}, {"topology", "links"}, {"links", {{0, 1, 2}, {2, 3, 2}}}};
+  EXPECT_THROW(Network::from_json(split, 4).route(0, 3), std::invalid_argument);
+  EXPECT_THROW(Network::from_json({{"kind", "carrier-pigeon"}}, 2), std::invalid_argument);
+}
+
+// Full duplex: opposite directions do not share; two messages over one directed link do.
+TEST(Topology, LinkSharing) {
+  const Network ring = Network::from_file(kNetworks + "iec_ring.json", 4);
+  const double one = ring.phase_time_s({{0, 1, 6400}});
+  EXPECT_NEAR(one, 100 / 156.25e6 + 520e-9, 1e-15);
+  EXPECT_DOUBLE_EQ(ring.phase_time_s({{0, 1, 6400}, {1, 0, 6400}}), one);
+  EXPECT_NEAR(ring.phase_time_s({{0, 1, 6400}, {2, 1, 6400}}), one, 1e-15);  // different links into 1
+  // 0 -> 2 is routed 0,1,2 and shares link 0->1 with 0 -> 1: 200 chunks, 2 hops of latency
+  EXPECT_NEAR(ring.phase_time_s({{0, 1, 6400}, {0, 2, 6400}}), 200 / 156.25e6 + 2 * 520e-9, 1e-15);
+}
+
+TEST(Pattern, RedistributionGeometry) {
+  // 4 x 6 doubles on 2 ranks, aligned in 1 -> aligned in 0: rank 0 holds rows 0-1, rank 1 rows 2-3;
+  // afterwards rank 0 holds columns 0-2, rank 1 columns 3-5.
+  const CommPattern p = redistribution_pattern({4, 6}, {2}, 1, 0, 8);
+  EXPECT_EQ(p.total_bytes(), 4 * 6 * 8);
+  EXPECT_EQ(p.at(0, 1).bytes, 2 * 3 * 8);
+  EXPECT_EQ(p.at(0, 1).send_blocks, 2);  // two rows of 3 in a 2 x 6 block
+  EXPECT_EQ(p.at(0, 1).recv_blocks, 1);  // rows 0-1 of a 4 x 3 block: contiguous
+  EXPECT_EQ(p.at(1, 1).bytes, 2 * 3 * 8);
+  // a pencil grid: only ranks in one grid line exchange
+  const CommPattern q = redistribution_pattern({8, 8, 8}, {2, 2}, 2, 1, 16);
+  EXPECT_EQ(q.total_bytes(), 8 * 8 * 8 * 16);
+  EXPECT_EQ(q.at(0, 3).bytes, 0);
+  EXPECT_EQ(q.at(0, 2).bytes, 0);  // ranks 0 and 2 differ in grid axis 0, the exchange runs over axis 1
+  EXPECT_GT(q.at(0, 1).bytes, 0);
+  EXPECT_THROW(redistribution_pattern({8, 8}, {2}, 0, 0, 8), std::invalid_argument);
+}
+
+TEST(Pattern, JsonRoundTripAndRecordedFile) {
+  const CommPattern p = redistribution_pattern({6, 5, 4}, {3}, 2, 0, 8);
+  const std::string path = testing::TempDir() + "/tb_pattern.jsonl";
+  {
+    std::ofstream f(path);
+    f << p.to_json().dump() << "\n" << p.to_json().dump() << "\n";
+  }
+  const CommPattern r = recorded_pattern(path, 1);
+  ASSERT_EQ(r.ranks(), 3);
+  for (int s = 0; s < 3; ++s)
+    for (int d = 0; d < 3; ++d) {
+      EXPECT_EQ(r.at(s, d).bytes, p.at(s, d).bytes);
+      EXPECT_EQ(r.at(s, d).send_blocks, p.at(s, d).send_blocks);
+      EXPECT_EQ(r.at(s, d).recv_blocks, p.at(s, d).recv_blocks);
+    }
+  EXPECT_THROW(recorded_pattern(path, 2), std::invalid_argument);
+  std::remove(path.c_str());
+}
+
+TEST(Schedules, ShapesOfTheAlgorithms) {
+  const CommPattern p = redistribution_pattern({16, 16, 16}, {4}, 2, 0, 16);
+  ScheduleOptions o;
+  const auto native = schedule("native", p, o);
+  ASSERT_EQ(native.size(), 1u);
+  EXPECT_EQ(native[0].messages.size(), 12u);  // 4 x 3
+  EXPECT_EQ(schedule("pairwise", p, o).size(), 4u);  // self copy + 3 steps
+  const auto remap = schedule("local_remap", p, o);
+  ASSERT_EQ(remap.size(), 3u);
+  double packed = 0;
+  for (double b : remap[0].local_bytes) packed += b;
+  EXPECT_DOUBLE_EQ(packed, static_cast<double>(p.total_bytes()));
+  o.ranks_per_node = 2;
+  const auto leader = schedule("node_leader", p, o);
+  ASSERT_EQ(leader.size(), 3u);
+  ASSERT_EQ(leader[1].messages.size(), 2u);  // node 0 <-> node 1, one aggregated message each way
+  EXPECT_EQ(leader[1].messages[0].src, 0);
+  EXPECT_EQ(leader[1].messages[0].dst, 2);
+  EXPECT_DOUBLE_EQ(leader[1].messages[0].bytes, 4.0 * static_cast<double>(p.at(0, 2).bytes));
+  EXPECT_THROW(schedule("no_such_algorithm", p, o), std::invalid_argument);
+
+  // Costs add phase by phase: local_remap's local work is pack + unpack of every byte.
+  MemoryModel mem{1e9, 0.0};
+  const Network host = Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}}}}, 4);
+  const Cost c = cost(remap, host, mem);
+  EXPECT_DOUBLE_EQ(c.communication_s, 0.0);
+  EXPECT_NEAR(c.local_s, 2.0 * static_cast<double>(p.total_bytes()) / 4 / 1e9, 1e-12);  // per rank, slowest rank
+}
+
+}  // namespace
+}  // namespace tb::fpga
