@@ -18,6 +18,8 @@ Phase empty_phase(const std::string& name, int ranks) {
   p.name = name;
   p.local_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
   p.local_blocks.assign(static_cast<std::size_t>(ranks), 0.0);
+  p.library_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
+  p.library_blocks.assign(static_cast<std::size_t>(ranks), 0.0);
   return p;
 }
 
@@ -28,8 +30,14 @@ void add_local(Phase& p, int rank, double bytes, double blocks) {
 
 // The library packs a non-contiguous send side and unpacks a non-contiguous receive side.
 void library_pack(Phase& p, int src, int dst, const PairTraffic& t) {
-  if (t.send_blocks > 1) add_local(p, src, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
-  if (t.recv_blocks > 1) add_local(p, dst, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
+  if (t.send_blocks > 1) {
+    p.library_bytes[src] += static_cast<double>(t.bytes);
+    p.library_blocks[src] += static_cast<double>(t.send_blocks);
+  }
+  if (t.recv_blocks > 1) {
+    p.library_bytes[dst] += static_cast<double>(t.bytes);
+    p.library_blocks[dst] += static_cast<double>(t.recv_blocks);
+  }
 }
 
 void self_copies(Phase& p, const CommPattern& pat) {
@@ -147,9 +155,11 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     if (static_cast<int>(p.local_bytes.size()) > network.ranks())
       throw std::invalid_argument("the pattern has " + std::to_string(p.local_bytes.size()) + " ranks, the network " +
                                   std::to_string(network.ranks()));
+    const MemoryModel& library = network.library() ? *network.library() : memory;
     double local = 0.0;
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
-      local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r]));
+      local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r]) +
+                                  library.copy_time_s(p.library_bytes[r], p.library_blocks[r]));
     const double comm = network.phase_time_s(p.messages);
     c.local_s += local;
     c.communication_s += comm;

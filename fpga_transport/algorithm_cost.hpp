@@ -35,7 +35,8 @@ namespace tb::fpga {
 struct Phase {
   std::string name;
   std::vector<Message> messages;
-  std::vector<double> local_bytes, local_blocks;  // per rank
+  std::vector<double> local_bytes, local_blocks;      // per rank: the testbed's own copies
+  std::vector<double> library_bytes, library_blocks;  // per rank: the MPI library's datatype engine
 };
 
 struct ScheduleOptions {
@@ -51,11 +52,14 @@ std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pat
 struct Cost {
   double communication_s = 0.0;
   double local_s = 0.0;
-  double total_s() const { return communication_s + local_s; }
+  double overhead_s = 0.0;  // fixed software cost per call, when calibrated (tb-model --overheads)
+  double total_s() const { return communication_s + local_s + overhead_s; }
   int phases = 0;
   std::int64_t messages = 0;  // network messages (self excluded)
 };
 
+// Local work: the testbed's copies on `memory`; the library's packing on the network's library
+// model when it has one (a calibrated host measures MPI_Pack), else on `memory` too.
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory);
 
 }  // namespace tb::fpga

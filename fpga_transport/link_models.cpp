@@ -1,5 +1,6 @@
 #include "fpga_transport/link_models.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -28,6 +29,21 @@ Hockney Hockney::fit(const std::vector<std::pair<double, double>>& points) {
   h.beta_s_per_byte = (n * sxy - sx * sy) / det;
   h.alpha_s = (sy - h.beta_s_per_byte * sx) / n;
   return h;
+}
+
+double MemoryModel::bandwidth_at(double bytes) const {
+  if (bandwidth_by_bytes.empty()) return copy_bandwidth_bytes_per_s;
+  if (bytes <= bandwidth_by_bytes.front().first) return bandwidth_by_bytes.front().second;
+  if (bytes >= bandwidth_by_bytes.back().first) return bandwidth_by_bytes.back().second;
+  for (std::size_t i = 1; i < bandwidth_by_bytes.size(); ++i) {
+    const auto& [x1, y1] = bandwidth_by_bytes[i];
+    const auto& [x0, y0] = bandwidth_by_bytes[i - 1];
+    if (bytes <= x1) {
+      const double f = std::log(bytes / x0) / std::log(x1 / x0);
+      return y0 + f * (y1 - y0);
+    }
+  }
+  return bandwidth_by_bytes.back().second;
 }
 
 namespace {
@@ -72,10 +88,15 @@ void from_json(const nlohmann::json& j, PcieMpiPath& m) {
 }
 void to_json(nlohmann::json& j, const MemoryModel& m) {
   j = {{"copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s}, {"per_block_s", m.per_block_s}};
+  if (!m.bandwidth_by_bytes.empty()) j["bandwidth_by_bytes"] = m.bandwidth_by_bytes;
 }
 void from_json(const nlohmann::json& j, MemoryModel& m) {
   get(j, "copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s);
   get(j, "per_block_s", m.per_block_s);
+  get(j, "bandwidth_by_bytes", m.bandwidth_by_bytes);
+  std::sort(m.bandwidth_by_bytes.begin(), m.bandwidth_by_bytes.end());
+  for (const auto& [b, bw] : m.bandwidth_by_bytes)
+    if (b <= 0 || bw <= 0) throw std::invalid_argument("memory model: bandwidth_by_bytes needs positive bytes and bandwidths");
   if (m.copy_bandwidth_bytes_per_s <= 0 || m.per_block_s < 0)
     throw std::invalid_argument("memory model: copy_bandwidth_bytes_per_s must be positive, per_block_s >= 0");
 }

@@ -52,12 +52,17 @@ struct PcieMpiPath {
   }
 };
 
-// Local work (pack, unpack, copy) on one processor: t = bytes / bandwidth + blocks * per_block.
+// Local work (pack, unpack, copy) on one processor: t = bytes / bandwidth(bytes) + blocks * per_block.
+// The bandwidth may depend on how many bytes one operation moves (caches): a table of
+// (bytes, bandwidth) points, interpolated in log(bytes) and held flat beyond its ends; without a
+// table, copy_bandwidth_bytes_per_s throughout.
 struct MemoryModel {
   double copy_bandwidth_bytes_per_s = 10e9;
   double per_block_s = 5e-9;
+  std::vector<std::pair<double, double>> bandwidth_by_bytes;  // sorted by bytes
+  double bandwidth_at(double bytes) const;
   double copy_time_s(double bytes, double blocks) const {
-    return bytes / copy_bandwidth_bytes_per_s + blocks * per_block_s;
+    return bytes > 0 ? bytes / bandwidth_at(bytes) + blocks * per_block_s : 0.0;
   }
 };
 

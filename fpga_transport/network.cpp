@@ -35,6 +35,10 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
   if (spec.contains("iec")) spec.at("iec").get_to(n.iec_);
   if (spec.contains("pcie_mpi")) spec.at("pcie_mpi").get_to(n.pcie_);
   if (spec.contains("host")) spec.at("host").get_to(n.host_);
+  if (spec.contains("library")) {
+    spec.at("library").get_to(n.library_);
+    n.has_library_ = true;
+  }
   n.topology_ = spec.value("topology", n.kind_ == NetworkKind::iec ? "ring" : "switch");
   n.ranks_per_node_ = spec.value("ranks_per_node", n.kind_ == NetworkKind::host ? 0 : 1);
   if (n.ranks_per_node_ <= 0) n.ranks_per_node_ = ranks;
@@ -196,6 +200,9 @@ std::string Network::describe() const {
       break;
     case NetworkKind::host:
       s << "host Hockney, alpha " << host_.alpha_s * 1e6 << " us, " << host_.bandwidth_bytes_per_s() / 1e9 << " GB/s";
+      if (has_library_)
+        s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
+          << " ns per block";
       break;
   }
   return s.str();

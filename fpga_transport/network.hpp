@@ -64,6 +64,8 @@ class Network {
   const IecLink& iec() const { return iec_; }
   const PcieMpiPath& pcie_mpi() const { return pcie_; }
   const Hockney& host() const { return host_; }
+  // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
+  const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 
  private:
   struct Edge {
@@ -80,6 +82,8 @@ class Network {
   IecLink iec_;
   PcieMpiPath pcie_;
   Hockney host_;
+  MemoryModel library_;
+  bool has_library_ = false;
   std::vector<std::vector<Edge>> adjacency_;
   std::vector<std::vector<int>> next_hop_;  // next_hop_[src][dst]
   std::string topology_;

@@ -87,6 +87,38 @@ int run(const Options& opt) {
   tb::fpga::Hockney exchange = tb::fpga::Hockney::fit(fit_points);
   tb::fpga::Hockney host{std::max(0.0, exchange.alpha_s / 2.0), exchange.beta_s_per_byte / 2.0};
 
+  // The library's datatype engine: MPI_Pack of vectors of 64-byte and of 1 KiB blocks (stride 2x)
+  // at several totals; per total the two block sizes give bandwidth and cost per block. Every
+  // rank measures at once (as the ranks of a collective pack at once); rank 0's figures are kept.
+  tb::fpga::MemoryModel library;
+  {
+    std::vector<char> src(2 * (std::size_t{16} << 20), 1), packed(std::size_t{16} << 20);
+    for (int total = 64 << 10; total <= (16 << 20); total *= 4) {
+      double t[2];
+      const int block[2] = {64, 1024};
+      for (int k = 0; k < 2; ++k) {
+        MPI_Datatype v;
+        TB_MPI_CHECK(MPI_Type_vector(total / block[k], block[k], 2 * block[k], MPI_BYTE, &v));
+        TB_MPI_CHECK(MPI_Type_commit(&v));
+        t[k] = 1e300;
+        for (int r = 0; r < 5; ++r) {
+          int pos = 0;
+          TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+          const double t0 = MPI_Wtime();
+          TB_MPI_CHECK(MPI_Pack(src.data(), 1, v, packed.data(), total, &pos, MPI_COMM_SELF));
+          t[k] = std::min(t[k], MPI_Wtime() - t0);
+        }
+        MPI_Type_free(&v);
+      }
+      const double blocks64 = total / 64.0, blocks1k = total / 1024.0;
+      const double per_block = std::max(0.0, (t[0] - t[1]) / (blocks64 - blocks1k));
+      const double bandwidth = total / std::max(1e-12, t[1] - blocks1k * per_block);
+      library.bandwidth_by_bytes.emplace_back(static_cast<double>(total), bandwidth);
+      library.per_block_s = per_block;  // the largest total's: out of cache, as large calls are
+      library.copy_bandwidth_bytes_per_s = bandwidth;
+    }
+  }
+
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
     std::printf("tb-beff  %d ranks in a ring (%s), sizes 2^0..2^%d, %d repetitions%s\n", size,
@@ -103,6 +135,8 @@ int run(const Options& opt) {
     std::printf("  Hockney fit of one exchange: %.3f us + L / %.3f GB/s -> host model alpha %.3f us, %.3f GB/s\n",
                 exchange.alpha_s * 1e6, exchange.bandwidth_bytes_per_s() / 1e9, host.alpha_s * 1e6,
                 host.bandwidth_bytes_per_s() / 1e9);
+    std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
+                library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
     nlohmann::json points = nlohmann::json::array();
     for (const auto& p : result.points)
       points.push_back({{"bytes", p.bytes}, {"loop_length", p.loop_length}, {"seconds", p.seconds},
@@ -125,6 +159,7 @@ int run(const Options& opt) {
                           {"comment", "Hockney fit of tb-beff exchanges on this machine (alpha and beta per message)"},
                           {"kind", "host"},
                           {"host", host},
+                          {"library", library},
                           {"calibration", {{"ranks", size}, {"mpi_library", meta["mpi_library"]},
                                            {"timestamp_utc", meta["timestamp_utc"]}, {"git_commit", meta["git_commit"]}}}}
                .dump(2)

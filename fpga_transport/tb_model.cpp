@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <vector>
 
 #ifndef TB_SOURCE_DIR
@@ -30,11 +31,11 @@
 
 namespace {
 
-// Copy bandwidth and per-block cost of this machine: one large memcpy, and the same bytes in
-// 64-byte blocks at a 128-byte stride.
+// Copy bandwidth of this machine at several operation sizes (caches), and the cost per block:
+// the same bytes in 64-byte blocks at a 128-byte stride against one memcpy.
 tb::fpga::MemoryModel measure_memory() {
-  const std::size_t bytes = std::size_t{64} << 20;
-  std::vector<char> src(2 * bytes, 1), dst(2 * bytes, 0);
+  const std::size_t largest = std::size_t{64} << 20;
+  std::vector<char> src(2 * largest, 1), dst(2 * largest, 0);
   auto time = [](auto&& f) {
     double best = 1e300;
     for (int r = 0; r < 5; ++r) {
@@ -44,13 +45,17 @@ tb::fpga::MemoryModel measure_memory() {
     }
     return best;
   };
+  tb::fpga::MemoryModel m;
+  for (std::size_t bytes = std::size_t{64} << 10; bytes <= largest; bytes *= 4) {
+    const double t = time([&] { std::memcpy(dst.data(), src.data(), bytes); });
+    m.bandwidth_by_bytes.emplace_back(static_cast<double>(bytes), static_cast<double>(bytes) / t);
+  }
+  m.copy_bandwidth_bytes_per_s = m.bandwidth_by_bytes.back().second;
+  const std::size_t bytes = largest, blocks = bytes / 64;
   const double contiguous = time([&] { std::memcpy(dst.data(), src.data(), bytes); });
-  const std::size_t blocks = bytes / 64;
   const double strided = time([&] {
     for (std::size_t b = 0; b < blocks; ++b) std::memcpy(dst.data() + b * 64, src.data() + b * 128, 64);
   });
-  tb::fpga::MemoryModel m;
-  m.copy_bandwidth_bytes_per_s = static_cast<double>(bytes) / contiguous;
   m.per_block_s = std::max(0.0, (strided - contiguous) / static_cast<double>(blocks));
   return m;
 }
@@ -69,6 +74,7 @@ int main(int argc, char** argv) {
   int from_axis = -1, to_axis = 0, call = 0, ranks_per_node = 0;
   std::string type = "c64", pattern_file, memory_file, csv, save_memory;
   std::vector<std::string> networks, algorithms;
+  std::string overheads_file;
   bool beff = false;
   double pack_below = 4096;
   const std::string net_dir = std::string(TB_SOURCE_DIR) + "/fpga_transport/networks/";
@@ -91,6 +97,9 @@ int main(int argc, char** argv) {
   app.add_option("--memory", memory_file, "memory model JSON (default: measured now on this machine)");
   app.add_option("--save-memory", save_memory, "write the measured memory model to this file");
   app.add_option("--csv", csv, "write algorithm x network rows as CSV");
+  app.add_option("--overheads", overheads_file,
+                 "tb-bench JSON at 1 B per peer (contiguous): each algorithm's measured time there minus the "
+                 "model's is added to every call as its fixed software overhead (host networks only)");
   app.add_flag("--beff", beff, "also print the model b_eff of each network at the pattern's rank count");
   CLI11_PARSE(app, argc, argv);
 
@@ -133,26 +142,57 @@ int main(int argc, char** argv) {
     for (const auto& n : nets)
       std::printf("  network %s; node_leader: %d rank(s) per node\n", n.describe().c_str(),
                   ranks_per_node > 0 ? ranks_per_node : n.ranks_per_node());
-    std::printf("\n  %-16s", "ms (comm+local)");
+    std::printf("\n  %-16s", "ms (comm+local)");  // the total also holds the fixed overhead, if calibrated
     for (const auto& n : nets) std::printf(" %26s", n.name().c_str());
     std::printf("\n");
     std::ofstream out;
     if (!csv.empty()) {
       out.open(csv);
-      out << "pattern,ranks,algorithm,network,communication_s,local_s,total_s,phases,messages\n";
+      out << "pattern,ranks,algorithm,network,communication_s,local_s,overhead_s,total_s,phases,messages\n";
+    }
+    // Fixed per-call software overheads, calibrated at 1 B per peer on the host networks.
+    std::map<std::string, double> measured_1b;
+    if (!overheads_file.empty()) {
+      std::ifstream f(overheads_file);
+      if (!f) throw std::invalid_argument("cannot read " + overheads_file);
+      nlohmann::json j;
+      f >> j;
+      for (const auto& b : j.at("benchmarks")) {
+        const std::string name = b.at("name").get<std::string>();  // alltoallw/contiguous/<alg>/1/manual_time
+        const auto first = name.find('/'), second = name.find('/', first + 1), third = name.find('/', second + 1);
+        if (name.rfind("alltoallw/contiguous/", 0) != 0 || name.compare(third, 3, "/1/") != 0) continue;
+        const double unit = b.value("time_unit", "ns") == "us" ? 1e-6 : b.value("time_unit", "ns") == "ms" ? 1e-3 : 1e-9;
+        measured_1b[name.substr(second + 1, third - second - 1)] = b.at("real_time").get<double>() * unit;
+      }
+      if (measured_1b.count("pack_alltoallv")) measured_1b["local_remap"] = measured_1b["pack_alltoallv"];
+    }
+    tb::fpga::CommPattern one_byte(ranks);
+    for (int a = 0; a < ranks; ++a)
+      for (int b = 0; b < ranks; ++b) one_byte.at(a, b) = {1, 1, 1};
+    auto overhead = [&](const std::string& a, const tb::fpga::Network& net, const tb::fpga::ScheduleOptions& o) {
+      const auto it = measured_1b.find(a);
+      if (it == measured_1b.end() || net.kind() != tb::fpga::NetworkKind::host) return 0.0;
+      return std::max(0.0, it->second - tb::fpga::cost(tb::fpga::schedule(a, one_byte, o), net, memory).total_s());
+    };
+    if (!measured_1b.empty()) {
+      std::printf("  fixed overhead per call (host networks; tb-bench at 1 B per peer minus the model):");
+      for (const auto& [a, t] : measured_1b) std::printf(" %s %.2f us", a.c_str(), t * 1e6);
+      std::printf(" measured\n");
     }
     std::vector<std::pair<double, std::string>> best(nets.size(), {1e300, ""});
     for (const auto& a : algorithms) {
       std::printf("  %-16s", a.c_str());
       for (std::size_t i = 0; i < nets.size(); ++i) {
         so.ranks_per_node = ranks_per_node > 0 ? ranks_per_node : nets[i].ranks_per_node();
-        const auto c = tb::fpga::cost(tb::fpga::schedule(a, pattern, so), nets[i], memory);
+        auto c = tb::fpga::cost(tb::fpga::schedule(a, pattern, so), nets[i], memory);
+        c.overhead_s = overhead(a, nets[i], so);
         const std::string cell = ms(c.total_s()) + " (" + ms(c.communication_s) + "+" + ms(c.local_s) + ")";
         std::printf(" %26s", cell.c_str());
         if (c.total_s() < best[i].first) best[i] = {c.total_s(), a};
         if (out)
           out << "\"" << pattern.description << "\"," << ranks << "," << a << "," << nets[i].name() << ","
-              << c.communication_s << "," << c.local_s << "," << c.total_s() << "," << c.phases << "," << c.messages << "\n";
+              << c.communication_s << "," << c.local_s << "," << c.overhead_s << "," << c.total_s() << "," << c.phases
+              << "," << c.messages << "\n";
       }
       std::printf("\n");
     }

@@ -166,7 +166,9 @@ TEST(Schedules, ShapesOfTheAlgorithms) {
   EXPECT_THROW(schedule("no_such_algorithm", p, o), std::invalid_argument);
 
   // Costs add phase by phase: local_remap's local work is pack + unpack of every byte.
-  MemoryModel mem{1e9, 0.0};
+  MemoryModel mem;
+  mem.copy_bandwidth_bytes_per_s = 1e9;
+  mem.per_block_s = 0.0;
   const Network host = Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}}}}, 4);
   const Cost c = cost(remap, host, mem);
   EXPECT_DOUBLE_EQ(c.communication_s, 0.0);

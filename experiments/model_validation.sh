@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The calibrated host model against measurement on this machine (fpga_transport issue, item 6).
+# 1. tb-beff on 2 ranks fits the host network (Hockney alpha, beta) -> host.json
+# 2. tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
+#    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json
+# 3. for each cube size, tb-redistribute times every algorithm and local_remap (slab, c64,
+#    axis 2 -> 0, 2 ranks), and tb-model predicts the same call on host.json + memory.json
+# 4. analysis/model_validation.py prints predicted against measured, with the error.
+#
+#   experiments/model_validation.sh [mpich|openmpi] [sizes...]    default: mpich 8 16 32 64 128
+# Writes results/model_validation/<mpi>/ (JSON, CSV) and prints the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mpi=${1:-mpich}
+shift || true
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(8 16 32 64 128)
+bin=build/$mpi/bin
+[ -x "$bin/tb-model" ] || ./scripts/build.sh "$mpi"
+case $mpi in
+  mpich) run=(mpiexec.mpich -n 2) ;;
+  openmpi) run=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec.openmpi -n 2) ;;
+  *) echo "usage: $0 [mpich|openmpi] [sizes...]" >&2; exit 2 ;;
+esac
+out=results/model_validation/$mpi
+mkdir -p "$out"
+echo "== calibration: tb-beff (host network) and the memory model"
+"${run[@]}" "$bin/tb-beff" --json "$out/beff.json" --fit-out "$out/host.json" | tail -2
+# Two measurements at once, as the 2 ranks of a redistribution copy at once (shared caches and
+# memory bandwidth); the first one's figures are used.
+"$bin/tb-model" --shape 8,8,8 --grid 2 --network "$out/host.json" --save-memory "$out/memory.json" >/dev/null &
+"$bin/tb-model" --shape 8,8,8 --grid 2 --network "$out/host.json" --save-memory "$out/memory-twin.json" >/dev/null
+wait
+# Fixed per-call overheads: every algorithm at 1 B per peer (tb-bench), a separate measurement
+# from the validation points below.
+"${run[@]}" "$bin/tb-bench" -m 1:1 --layouts contiguous --benchmark_min_time=0.2 \
+  --benchmark_out="$out/overheads.json" --benchmark_out_format=json >/dev/null
+files=()
+for n in "${sizes[@]}"; do
+  echo "== ${n}^3: measured (tb-redistribute) and predicted (tb-model)"
+  "${run[@]}" "$bin/tb-redistribute" --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --method all \
+    --max-seconds 5 --json "$out/measured-$n.json" >/dev/null
+  "$bin/tb-model" --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --network "$out/host.json" \
+    --memory "$out/memory.json" --overheads "$out/overheads.json" --csv "$out/predicted-$n.csv" >/dev/null
+  files+=("$out/measured-$n.json" "$out/predicted-$n.csv")
+done
+/usr/bin/python3 analysis/model_validation.py "${files[@]}"
