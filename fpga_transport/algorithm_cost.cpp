@@ -151,6 +151,12 @@ std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pat
 
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory) {
   Cost c;
+  // Each rank's working set: every byte it copies or packs during the call.
+  std::vector<double> working_set;
+  for (const Phase& p : phases) {
+    working_set.resize(std::max(working_set.size(), p.local_bytes.size()), 0.0);
+    for (std::size_t r = 0; r < p.local_bytes.size(); ++r) working_set[r] += p.local_bytes[r] + p.library_bytes[r];
+  }
   for (const Phase& p : phases) {
     if (static_cast<int>(p.local_bytes.size()) > network.ranks())
       throw std::invalid_argument("the pattern has " + std::to_string(p.local_bytes.size()) + " ranks, the network " +
@@ -158,8 +164,8 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     const MemoryModel& library = network.library() ? *network.library() : memory;
     double local = 0.0;
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
-      local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r]) +
-                                  library.copy_time_s(p.library_bytes[r], p.library_blocks[r]));
+      local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r]) +
+                                  library.copy_time_s(p.library_bytes[r], p.library_blocks[r], working_set[r]));
     const double comm = network.phase_time_s(p.messages);
     c.local_s += local;
     c.communication_s += comm;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -52,8 +53,9 @@ struct PcieMpiPath {
   }
 };
 
-// Local work (pack, unpack, copy) on one processor: t = bytes / bandwidth(bytes) + blocks * per_block.
-// The bandwidth may depend on how many bytes one operation moves (caches): a table of
+// Local work (pack, unpack, copy) on one processor: t = bytes / bandwidth(W) + blocks * per_block,
+// where W is the working set: the bytes the rank touches in the whole call (a piece of a large array
+// streams from memory even when the piece itself would fit in cache). The bandwidth is a table of
 // (bytes, bandwidth) points, interpolated in log(bytes) and held flat beyond its ends; without a
 // table, copy_bandwidth_bytes_per_s throughout.
 struct MemoryModel {
@@ -61,8 +63,8 @@ struct MemoryModel {
   double per_block_s = 5e-9;
   std::vector<std::pair<double, double>> bandwidth_by_bytes;  // sorted by bytes
   double bandwidth_at(double bytes) const;
-  double copy_time_s(double bytes, double blocks) const {
-    return bytes > 0 ? bytes / bandwidth_at(bytes) + blocks * per_block_s : 0.0;
+  double copy_time_s(double bytes, double blocks, double working_set_bytes = 0.0) const {
+    return bytes > 0 ? bytes / bandwidth_at(std::max(bytes, working_set_bytes)) + blocks * per_block_s : 0.0;
   }
 };
 
