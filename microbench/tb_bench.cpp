@@ -10,6 +10,16 @@
 //   contiguous  bytes per peer as MPI_BYTE
 //   vector<B>   B-byte blocks at a 2B stride, B a power of two (vector64, vector4K; one block
 //               below B bytes): a fixed size with growing B shows per-block costs (crossovers)
+// and the FFT's redistributions (one Redistribution plan, complex<double>, from 16 B per peer),
+// sized so that every peer's piece is x*y*z elements = the bytes per peer, x = z = 2^(log2/3):
+//   slab        [P x, y, P z] on a 1-D grid, aligned 2 -> aligned 0 (send pieces strided,
+//               receive pieces contiguous)
+//   pencil      [P0 x, P1 y, P1 z] on a P0 x P1 grid, aligned 2 -> aligned 1 over grid axis 1
+//               (both sides strided)
+// These run every registered algorithm plus local_remap (pack, MPI_Alltoall(v), unpack).
+// --paper: each benchmark is timed with the paper's method instead (3 inner x up to 50 outer,
+// barrier before each, MAX over ranks): the time is the fastest outer loop / 3, and the
+// counters carry median_s and fastest_s.
 // Buffers: --buffers private (ordinary memory) or shared (NodeSharedBuffer: node_leader can
 // copy directly between on-node peers). Nodes: whatever node_layout() sees, so TB_NUM_NODES=2
 // runs the inter-node phase of node_leader on one host.
@@ -20,6 +30,8 @@
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/registry.hpp"
 #include "microbench/run_metadata.hpp"
+#include "microbench/timing.hpp"
+#include "redistribute/redistribution.hpp"
 
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -39,7 +51,13 @@ struct Options {
   std::vector<std::string> algorithms{"all"};
   std::vector<std::string> layouts{"contiguous", "vector64"};
   std::string buffers = "private";
+  bool paper = false;
+  int iterations = 0;  // 0: Google Benchmark decides
+  int warmup = 1;
+  double paper_max_seconds = 10.0;
 };
+
+bool is_redistribution_layout(const std::string& layout) { return layout == "slab" || layout == "pencil"; }
 
 std::int64_t parse_size(const std::string& text) {
   std::size_t used = 0;
@@ -128,22 +146,83 @@ class Case {
   tb::AlltoallwArgs args_;
 };
 
+// The FFT's redistribution with `bytes` per peer (see the header comment).
+struct RedistributionCase {
+  RedistributionCase(const std::string& layout, std::int64_t bytes, const std::string& method) {
+    int P = 1;
+    TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &P));
+    const std::int64_t elements = bytes / 16;
+    if (elements < 1 || bytes % 16 != 0)
+      throw std::invalid_argument(layout + " layout: bytes per peer must be a multiple of 16 (complex<double>)");
+    int k = 0;
+    while ((std::int64_t{1} << (3 * (k + 1))) <= elements) ++k;
+    const std::int64_t x = std::int64_t{1} << k, z = x, y = elements / (x * z);
+    std::shared_ptr<const tb::ProcessGrid> grid;
+    std::vector<std::int64_t> shape;
+    int from = 2, to = 0;
+    if (layout == "slab") {
+      grid = tb::ProcessGrid::create(MPI_COMM_WORLD, {0});
+      shape = {P * x, y, P * z};
+    } else {
+      // The exchanging grid axis (1) takes the larger factor, so 2 ranks give a 1 x 2 grid.
+      int dims[2] = {0, 0};
+      TB_MPI_CHECK(MPI_Dims_create(P, 2, dims));
+      grid = tb::ProcessGrid::create(MPI_COMM_WORLD, {dims[1], dims[0]});
+      shape = {grid->dims()[0] * x, grid->dims()[1] * y, grid->dims()[1] * z};
+      to = 1;
+    }
+    const tb::Pencil in(grid, shape, from);
+    plan = tb::make_redistribution(in, in.realigned(to), tb::ElementType::c64, method);
+    input.resize(static_cast<std::size_t>(plan->input().local_size()) * 16, std::byte{1});
+    output.resize(static_cast<std::size_t>(plan->output().local_size()) * 16);
+    ranks = P;
+    int n = 1;
+    TB_MPI_CHECK(MPI_Comm_size(plan->comm(), &n));
+    peers = n;
+  }
+  void run() { plan->forward(input.data(), output.data()); }
+  int peers = 1;  // ranks of the sub-communicator the exchange runs over
+  std::unique_ptr<tb::Redistribution> plan;
+  std::vector<std::byte> input, output;
+  int ranks = 1;
+};
+
 void run_benchmark(benchmark::State& state, const std::string& algorithm_name, const std::string& layout,
-                   std::int64_t bytes, bool shared) {
+                   std::int64_t bytes, const Options& opt) {
   try {
-    const Case c(MPI_COMM_WORLD, layout, bytes, shared);
-    auto algorithm = tb::make_alltoallw(algorithm_name);
-    algorithm->run(c.args());  // warm: caches, windows, first touch
+    std::unique_ptr<Case> c;
+    std::unique_ptr<RedistributionCase> r;
+    std::unique_ptr<tb::AlltoallwAlgorithm> algorithm;
+    if (is_redistribution_layout(layout)) {
+      r = std::make_unique<RedistributionCase>(layout, bytes, algorithm_name);
+    } else {
+      c = std::make_unique<Case>(MPI_COMM_WORLD, layout, bytes, opt.buffers == "shared");
+      algorithm = tb::make_alltoallw(algorithm_name);
+    }
+    auto op = [&] {
+      if (r) r->run();
+      else algorithm->run(c->args());
+    };
+    for (int i = 0; i < opt.warmup; ++i) op();  // warm: caches, windows, first touch
     for (auto _ : state) {
+      if (opt.paper) {
+        const tb::Timing t = tb::time_collective(MPI_COMM_WORLD, {3, 50, opt.paper_max_seconds, 5}, op);
+        state.SetIterationTime(t.fastest());
+        state.counters["fastest_s"] = t.fastest();
+        state.counters["median_s"] = t.median();
+        state.counters["outer"] = static_cast<double>(t.seconds_per_op.size());
+        continue;
+      }
       TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
       const double t0 = MPI_Wtime();
-      algorithm->run(c.args());
+      op();
       double t = MPI_Wtime() - t0, slowest = 0;
       TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
       state.SetIterationTime(slowest);
     }
-    state.SetLabel(algorithm->last_path());
-    state.counters["ranks"] = c.ranks();
+    state.SetLabel(r ? r->plan->method() : algorithm->last_path());
+    state.counters["ranks"] = r ? r->ranks : c->ranks();
+    state.counters["peers"] = r ? r->peers : c->ranks();
   } catch (const std::exception& e) {
     // The other ranks may wait in a collective: end the job with the reason rather than hang.
     int rank = 0;
@@ -152,10 +231,9 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
                  algorithm_name.c_str(), static_cast<long long>(bytes), e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  int ranks = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   // Bytes each rank sends per call (self included): bytes_per_second is per-rank send bandwidth.
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * bytes * ranks);
+  const auto peers = static_cast<std::int64_t>(state.counters["peers"]);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * bytes * peers);
   state.counters["bytes_per_peer"] = static_cast<double>(bytes);
 }
 
@@ -188,6 +266,13 @@ int main(int argc, char** argv) {
   app.add_option("--buffers", opt.buffers, "private or shared (node-shared memory)")
       ->check(CLI::IsMember({"private", "shared"}))
       ->capture_default_str();
+  app.add_flag("--paper", opt.paper, "time each case with the paper's method (3 inner x up to 50 outer, MAX over ranks)");
+  app.add_option("--paper-max-seconds", opt.paper_max_seconds, "--paper: stop the outer loop after this long")
+      ->capture_default_str();
+  app.add_option("-i,--iterations", opt.iterations, "timed iterations per case (0: Google Benchmark decides)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("-x,--warmup", opt.warmup, "untimed calls before timing")->capture_default_str()->check(CLI::NonNegativeNumber);
   bool list = false;
   app.add_flag("--list-algorithms", list, "print the registered algorithms and exit");
   int code = 0;
@@ -200,14 +285,20 @@ int main(int argc, char** argv) {
     if ((lo & (lo - 1)) != 0) throw std::invalid_argument("-m: the minimum must be a power of two");
     if (hi > (std::int64_t{1} << 30)) throw std::invalid_argument("-m: at most 1G bytes per peer");
     std::vector<std::string> algorithms;
+    bool with_local_remap = false;
     for (const auto& a : opt.algorithms) {
       if (a == "all") {
         for (const auto& info : tb::alltoallw_algorithms()) algorithms.emplace_back(info.name);
+        with_local_remap = true;
+      } else if (a == "local_remap") {
+        with_local_remap = true;
       } else {
         tb::make_alltoallw(a);  // throws the registry's "unknown algorithm" error
         algorithms.push_back(a);
       }
     }
+    for (const auto& layout : opt.layouts)
+      if (!is_redistribution_layout(layout) && layout != "contiguous") block_bytes(layout);  // clear error early
     if (list) {
       if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
     } else {
@@ -216,14 +307,23 @@ int main(int argc, char** argv) {
         if (key != "mpi_library_full")  // many lines of configure flags; the JSON of tb-redistribute has it
           benchmark::AddCustomContext(key, value.is_string() ? value.get<std::string>() : value.dump());
       benchmark::AddCustomContext("buffers", opt.buffers);
-      const bool shared = opt.buffers == "shared";
-      for (const auto& layout : opt.layouts)
-        for (const auto& algorithm : algorithms)
-          for (std::int64_t bytes = lo; bytes <= hi; bytes *= 2)
-            benchmark::RegisterBenchmark(("alltoallw/" + layout + "/" + algorithm + "/" + std::to_string(bytes)).c_str(),
-                                         run_benchmark, algorithm, layout, bytes, shared)
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
+      benchmark::AddCustomContext("timing", opt.paper ? "paper: 3 inner x up to 50 outer, fastest/3 (MAX over ranks)"
+                                                      : "per call, MAX over ranks");
+      for (const auto& layout : opt.layouts) {
+        const bool redistribution = is_redistribution_layout(layout);
+        std::vector<std::string> methods = algorithms;
+        if (redistribution && with_local_remap) methods.emplace_back("local_remap");
+        for (const auto& algorithm : methods)
+          for (std::int64_t bytes = lo; bytes <= hi; bytes *= 2) {
+            if (redistribution && bytes < 16) continue;  // one complex<double> per peer at least
+            const std::string kind = redistribution ? "redistribute/" : "alltoallw/";
+            auto* b = benchmark::RegisterBenchmark((kind + layout + "/" + algorithm + "/" + std::to_string(bytes)).c_str(),
+                                                   run_benchmark, algorithm, layout, bytes, opt);
+            b->UseManualTime()->Unit(benchmark::kMicrosecond);
+            if (opt.paper) b->Iterations(1);
+            else if (opt.iterations > 0) b->Iterations(opt.iterations);
+          }
+      }
       if (rank == 0) {
         benchmark::RunSpecifiedBenchmarks();
       } else {

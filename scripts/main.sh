@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds the MPICH variant, and compares the Alltoallw
-# redistribution (every registered algorithm, arrays in node-shared memory) with the local-remap
-# baseline on 2 ranks (slab, 128^3, complex<double>).
-# Extra arguments go to tb-redistribute (e.g. --shape 256,256,256 --method all).
+# The main job: installs what is missing, builds the MPICH variant, runs the default experiment
+# (experiments/definitions/default.json: every algorithm, and local_remap for the FFT's slab
+# redistribution, 16 B to 256 KiB per peer, 2 ranks) in the intra mode (shared memory) and in the
+# cliques mode (MPICH cliques with UCX over tcp: the network path), then writes the report with
+# its plots and prints where everything is. Points already in the store are not run again.
+#   scripts/main.sh [STORE]     default store results/main/store.jsonl
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh mpich
-mkdir -p results
-stamp=$(date -u +%Y%m%dT%H%M%SZ)
-mpiexec.mpich -n 2 build/mpich/bin/tb-redistribute --shape 128,128,128 --type c64 --method all --buffers shared \
-  --csv "results/tb-redistribute-$stamp.csv" --json "results/tb-redistribute-$stamp.json" "$@"
-echo "results: results/tb-redistribute-$stamp.csv (and .json)"
+store=${1:-results/main/store.jsonl}
+report=$(dirname "$store")/report
+for mode in intra cliques; do
+  /usr/bin/python3 experiments/run.py experiments/definitions/default.json --mode "$mode" --mpi mpich --store "$store"
+done
+/usr/bin/python3 analysis/report.py "$store" --out "$report"
+echo
+echo "main: results store  $store"
+echo "main: report         $report/report.md"
+echo "main: plots          $report/*.png ($(ls "$report"/*.png | wc -l) files)"

@@ -12,6 +12,8 @@ packages=(
   libfftw3-dev libhwloc-dev libucx-dev
   # the FFT head to head baselines (both built with Open MPI): FFTW-MPI and mpi4py-fft
   libfftw3-mpi-dev python3-mpi4py-fft
+  # analysis (Debian's /usr/bin/python3) and the emulated cluster (network namespaces, tbf)
+  python3-pandas python3-matplotlib python3-tabulate iproute2
   # command-line parsing, JSON, tests, benchmarks
   libcli11-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
 )

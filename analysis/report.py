@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""The report of an experiment store (results/store.jsonl, written by experiments/run.py): PNG plots
+and a markdown report with the tables behind them.
+
+    /usr/bin/python3 analysis/report.py results/store.jsonl --out results/report
+
+Plots (one file per group that has data):
+  time_<mode>_<layout>.png       time per call vs bytes per peer, one line per algorithm (tb-bench)
+  bandwidth_<mode>_<layout>.png  per-rank send bandwidth vs bytes per peer
+  speedup_<mode>_<layout>.png    native's time / each algorithm's time, at each size
+  intra_vs_inter_<layout>.png    time in each network mode / time intra, per algorithm
+  floor_<experiment>.png         redistribution time / memcpy floor per method (tb-redistribute)
+  scaling_<experiment>.png       FFT time vs ranks per method (tb-fft)
+  breakdown_<experiment>.png     FFT time split into serial FFTs and redistributions per method
+Every number in a plot is in a table of report.md.
+"""
+import argparse
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def load(store):
+    rows = []
+    with open(store) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                rows.append(json.loads(line))
+    if not rows:
+        raise ValueError(f"{store} holds no results")
+    return pd.DataFrame(rows)
+
+
+def sizes_frame(df):
+    """tb-bench rows: one per (mode, layout, algorithm, bytes per peer), the latest measurement."""
+    if "tool" not in df or not (df["tool"] == "tb-bench").any():
+        return pd.DataFrame()
+    s = df[df["tool"] == "tb-bench"].copy()
+    s["bytes_per_peer"] = s["bytes_per_peer"].astype(int)
+    s = s.drop_duplicates(subset=["mode", "mpi", "ranks", "layout", "algorithm", "bytes_per_peer"], keep="last")
+    s["time_us"] = s["time_s"] * 1e6
+    s["bandwidth_GBps"] = s["bytes_per_second"] / 1e9
+    return s
+
+
+def speedups(s):
+    """time(native) / time(algorithm) per (mode, mpi, ranks, layout, bytes)."""
+    keys = ["mode", "mpi", "ranks", "layout", "bytes_per_peer"]
+    native = s[s["algorithm"] == "native"][keys + ["time_s"]].rename(columns={"time_s": "native_s"})
+    m = s.merge(native, on=keys, how="inner")
+    m["speedup_vs_native"] = m["native_s"] / m["time_s"]
+    return m
+
+
+def mode_ratios(s):
+    """time(mode) / time(intra) for the same mpi, ranks, layout, algorithm, bytes."""
+    keys = ["mpi", "ranks", "layout", "algorithm", "bytes_per_peer"]
+    intra = s[s["mode"] == "intra"][keys + ["time_s"]].rename(columns={"time_s": "intra_s"})
+    m = s[s["mode"] != "intra"].merge(intra, on=keys, how="inner")
+    m["ratio_to_intra"] = m["time_s"] / m["intra_s"]
+    return m
+
+
+def line_plot(frame, x, y, series, title, ylabel, path, logy=True):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, g in frame.sort_values(x).groupby(series):
+        ax.plot(g[x], g[y], marker="o", markersize=3, label=str(name))
+    ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def table(frame, columns, floatfmt=".3g"):
+    return frame[columns].to_markdown(index=False, floatfmt=floatfmt)
+
+
+def by_size(wide, floatfmt):
+    """A table whose first column is bytes per peer (printed as an integer)."""
+    wide = wide.copy()
+    wide["bytes_per_peer"] = wide["bytes_per_peer"].astype(int).astype(str)
+    return wide.to_markdown(index=False, floatfmt=floatfmt)
+
+
+def report(df, out):
+    os.makedirs(out, exist_ok=True)
+    md = ["# Testbed report", "",
+          f"{len(df)} result rows from {df['experiment'].nunique()} experiment(s): "
+          f"{', '.join(sorted(df['experiment'].unique()))}.", ""]
+    images = []
+
+    s = sizes_frame(df)
+    if not s.empty:
+        md += ["## Alltoallw per message size (tb-bench)", "",
+               "Time per call is the MAX over ranks; bandwidth is bytes sent per rank per second.", ""]
+        sp = speedups(s)
+        for (mode, mpi, ranks, layout), g in s.groupby(["mode", "mpi", "ranks", "layout"]):
+            tag = f"{mode}_{mpi}_{ranks}r_{layout}"
+            title = f"{layout}, {mode}, {mpi}, {ranks} ranks"
+            p = os.path.join(out, f"time_{tag}.png")
+            line_plot(g, "bytes_per_peer", "time_us", "algorithm", title, "time per call (us)", p)
+            images.append(p)
+            p = os.path.join(out, f"bandwidth_{tag}.png")
+            line_plot(g, "bytes_per_peer", "bandwidth_GBps", "algorithm", title, "GB/s per rank", p)
+            images.append(p)
+            gs = sp[(sp["mode"] == mode) & (sp["mpi"] == mpi) & (sp["ranks"] == ranks) & (sp["layout"] == layout)]
+            if not gs.empty:
+                p = os.path.join(out, f"speedup_{tag}.png")
+                line_plot(gs, "bytes_per_peer", "speedup_vs_native", "algorithm", title, "native time / time", p,
+                          logy=False)
+                images.append(p)
+            md += [f"### {title}", "", f"![time](time_{tag}.png) ![bandwidth](bandwidth_{tag}.png)"
+                   + (f" ![speedup](speedup_{tag}.png)" if not gs.empty else ""), ""]
+            wide = g.pivot_table(index="bytes_per_peer", columns="algorithm", values="time_us").reset_index()
+            md += ["Time per call (us):", "", by_size(wide, ".3g"), ""]
+            if not gs.empty:
+                wide = gs.pivot_table(index="bytes_per_peer", columns="algorithm", values="speedup_vs_native").reset_index()
+                md += ["Speedup vs native (native time / time):", "", by_size(wide, ".2f"), ""]
+        mr = mode_ratios(s)
+        if not mr.empty:
+            md += ["## Intra- vs inter-node", "",
+                   "Time in each network mode divided by the time of the same case intra-node.", ""]
+            for (mpi, ranks, layout), g in mr.groupby(["mpi", "ranks", "layout"]):
+                tag = f"{mpi}_{ranks}r_{layout}"
+                g = g.assign(series=g["algorithm"] + " (" + g["mode"] + ")")
+                p = os.path.join(out, f"intra_vs_inter_{tag}.png")
+                line_plot(g, "bytes_per_peer", "ratio_to_intra", "series", f"{layout}, {mpi}, {ranks} ranks",
+                          "time / time intra", p)
+                images.append(p)
+                wide = g.pivot_table(index="bytes_per_peer", columns="series", values="ratio_to_intra").reset_index()
+                md += [f"### {layout}, {mpi}, {ranks} ranks", "", f"![intra vs inter](intra_vs_inter_{tag}.png)", "",
+                       by_size(wide, ".2f"), ""]
+
+    if "tool" in df and (df["tool"] == "tb-redistribute").any():
+        r = df[df["tool"] == "tb-redistribute"].copy()
+        md += ["## Redistributions against the memcpy floor (tb-redistribute)", ""]
+        for exp, g in r.groupby("experiment"):
+            g = g.drop_duplicates(subset=["mode", "mpi", "ranks", "global_shape", "method"], keep="last")
+            fig, ax = plt.subplots(figsize=(7, 4))
+            labels = g["method"] + " " + g["global_shape"] + " " + g["mode"]
+            ax.barh(labels, g["fastest_over_floor"])
+            ax.set_xlabel("fastest / memcpy floor")
+            ax.set_title(exp)
+            fig.tight_layout()
+            p = os.path.join(out, f"floor_{exp}.png")
+            fig.savefig(p, dpi=110)
+            plt.close(fig)
+            images.append(p)
+            md += [f"### {exp}", "", f"![floor](floor_{exp}.png)", "",
+                   table(g, ["mode", "ranks", "global_shape", "method", "fastest_s", "median_s", "fastest_over_floor"]), ""]
+
+    if "tool" in df and (df["tool"] == "tb-fft").any():
+        f = df[df["tool"] == "tb-fft"].copy()
+        md += ["## Parallel FFT (tb-fft)", "",
+               "Forward+backward pair, fastest of the outer loops / inner (MAX over ranks).", ""]
+        for exp, g in f.groupby("experiment"):
+            g = g.drop_duplicates(subset=["mode", "mpi", "ranks", "global_shape", "method", "serial"], keep="last")
+            g = g.assign(time_ms=g["fastest_s"] * 1e3, fft_ms=g["fft_s"] * 1e3, redistribute_ms=g["redistribute_s"] * 1e3)
+            p = os.path.join(out, f"scaling_{exp}.png")
+            fig, ax = plt.subplots(figsize=(7, 4.5))
+            for name, h in g.sort_values("ranks").groupby("method"):
+                ax.plot(h["ranks"], h["time_ms"], marker="o", label=name)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("ranks")
+            ax.set_ylabel("forward+backward (ms)")
+            ax.set_title(exp)
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            fig.savefig(p, dpi=110)
+            plt.close(fig)
+            images.append(p)
+            top = g[g["ranks"] == g["ranks"].max()].sort_values("time_ms")
+            p2 = os.path.join(out, f"breakdown_{exp}.png")
+            fig, ax = plt.subplots(figsize=(7, 4))
+            ax.barh(top["method"], top["fft_ms"], label="serial FFTs (mean per pair)")
+            ax.barh(top["method"], top["redistribute_ms"], left=top["fft_ms"], label="redistributions (mean per pair)")
+            ax.set_xlabel("ms")
+            ax.set_title(f"{exp}: breakdown at {int(g['ranks'].max())} ranks")
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            fig.savefig(p2, dpi=110)
+            plt.close(fig)
+            images.append(p2)
+            md += [f"### {exp}", "", f"![scaling](scaling_{exp}.png) ![breakdown](breakdown_{exp}.png)", "",
+                   table(g.sort_values(["ranks", "time_ms"]),
+                         ["mode", "ranks", "global_shape", "grid", "method", "time_ms", "fft_ms", "redistribute_ms"]), ""]
+
+    meta = df["metadata"].dropna().iloc[0] if "metadata" in df and df["metadata"].notna().any() else {}
+    if isinstance(meta, dict) and meta:
+        md += ["## Where it ran", "", f"- MPI: {meta.get('mpi_library', '?')}",
+               f"- git commit: {meta.get('git_commit', '?')}", f"- host: {meta.get('host', '?')}", ""]
+    path = os.path.join(out, "report.md")
+    with open(path, "w") as fh:
+        fh.write("\n".join(md) + "\n")
+    return path, images
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Plots and a markdown report from an experiment store.")
+    parser.add_argument("store")
+    parser.add_argument("--out", default="results/report")
+    args = parser.parse_args(argv)
+    try:
+        path, images = report(load(args.store), args.out)
+    except (OSError, ValueError) as e:
+        print(f"report.py: error: {e}", file=sys.stderr)
+        return 2
+    print(f"report.py: {path} and {len(images)} plot(s) in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

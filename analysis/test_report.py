@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Tests of the report on a small store (analysis/fixtures/store.jsonl, real runs of tb-bench,
+tb-fft and tb-redistribute through experiments/run.py at tiny sizes)."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "store.jsonl")
+
+
+class Report(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.df = report.load(FIXTURE)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.path, cls.images = report.report(cls.df, cls.tmp.name)
+        with open(cls.path) as f:
+            cls.md = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_every_kind_of_plot_is_made(self):
+        names = [os.path.basename(p) for p in self.images]
+        for prefix in ("time_intra_", "bandwidth_intra_", "speedup_intra_", "time_cliques_", "intra_vs_inter_",
+                       "floor_", "scaling_", "breakdown_"):
+            self.assertTrue(any(n.startswith(prefix) for n in names), prefix)
+        for p in self.images:
+            self.assertGreater(os.path.getsize(p), 1000, p)
+            with open(p, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", p)
+
+    def test_speedup_is_native_time_over_time(self):
+        s = report.sizes_frame(self.df)
+        sp = report.speedups(s)
+        row = sp[(sp["mode"] == "intra") & (sp["layout"] == "contiguous") & (sp["algorithm"] == "pairwise")].iloc[0]
+        native = s[(s["mode"] == "intra") & (s["layout"] == "contiguous") & (s["algorithm"] == "native")
+                   & (s["bytes_per_peer"] == row["bytes_per_peer"])].iloc[0]
+        self.assertAlmostEqual(row["speedup_vs_native"], native["time_s"] / row["time_s"])
+        self.assertAlmostEqual(sp[sp["algorithm"] == "native"]["speedup_vs_native"].max(), 1.0)
+
+    def test_mode_ratio_is_against_intra(self):
+        m = report.mode_ratios(report.sizes_frame(self.df))
+        self.assertTrue((m["mode"] == "cliques").all())
+        r = m.iloc[0]
+        self.assertAlmostEqual(r["ratio_to_intra"], r["time_s"] / r["intra_s"])
+
+    def test_markdown_has_the_tables(self):
+        for text in ("## Alltoallw per message size", "Speedup vs native", "## Intra- vs inter-node",
+                     "## Redistributions against the memcpy floor", "## Parallel FFT", "fixture_fft", "bytes_per_peer |"):
+            self.assertIn(text, self.md)
+
+    def test_an_empty_store_is_an_error(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+            with self.assertRaises(ValueError):
+                report.load(f.name)
+
+
+if __name__ == "__main__":
+    unittest.main()
