@@ -33,6 +33,7 @@ import itertools
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -114,11 +115,13 @@ def launcher(mode, mpi, ranks, options):
         cliques = options.cliques or ranks
         if mpi == "mpich":
             env.update({"MPIR_CVAR_NUM_CLIQUES": str(cliques), "UCX_TLS": "self,tcp"})
+        env["TB_UCX_TLS"] = "self,tcp"  # ucx_zcopy's own UCX context takes the network path too
         env["TB_NUM_NODES"] = str(cliques)
     if mpi == "mpich":
         if mode == "netns":
             hosts = ",".join(f"tbhost{i + 1}" for i in range(options.hosts))
-            env["UCX_TLS"] = "self,tcp"
+            env["UCX_TLS"] = "self,tcp"  # the namespaces share /dev/shm: keep UCX off shared memory
+            env["TB_UCX_TLS"] = "self,tcp"
             return (["mpiexec.mpich", "-hosts", hosts, "-launcher", "ssh", "-launcher-exec",
                      os.path.join(ROOT, "experiments", "netns_exec.sh"), "-iface", "tbbr0", "-n", str(ranks)], env)
         cmd = ["mpiexec.mpich", "-n", str(ranks)]
@@ -153,13 +156,37 @@ def run_point(definition, point, mode, mpi, options):
         cmd = prefix + [binary] + args
         full_env = {**os.environ, **env}
         started = time.time()
-        proc = subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=options.timeout)
-        if proc.returncode != 0 or not os.path.exists(out):
+        finalize_hang = False
+        with open(os.path.join(tmp, "stdout"), "w") as so, open(os.path.join(tmp, "stderr"), "w") as se:
+            proc = subprocess.Popen(cmd, env=full_env, stdout=so, stderr=se, text=True, start_new_session=True)
+            written_at = None
+            while proc.poll() is None:
+                time.sleep(0.2)
+                if time.time() - started > options.timeout:
+                    stop(proc)
+                    raise subprocess.TimeoutExpired(cmd, options.timeout)
+                # MPICH 4.0.2 with UCX over tcp can hang in MPI_Finalize after a run that used
+                # node_leader's inter-node path (README, "Known problems"). The tools write their
+                # results before MPI_Finalize: once the output is complete, the run gets a grace
+                # period to exit, then it is stopped and its rows are marked finalize_hang.
+                if written_at is None and complete_json(out):
+                    written_at = time.time()
+                if written_at is not None and time.time() - written_at > options.finalize_grace:
+                    stop(proc)
+                    finalize_hang = True
+                    break
+        with open(os.path.join(tmp, "stdout")) as so, open(os.path.join(tmp, "stderr")) as se:
+            stdout, stderr = so.read(), se.read()
+        if (proc.returncode != 0 and not finalize_hang) or not complete_json(out):
             raise RuntimeError(f"{' '.join(shlex.quote(c) for c in cmd)} failed ({proc.returncode}):\n"
-                               f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+                               f"{stdout[-2000:]}\n{stderr[-2000:]}")
+        if finalize_hang:
+            print(f" (results complete, the job hung in MPI_Finalize and was stopped after {options.finalize_grace:.0f} s)",
+                  end="", flush=True)
         with open(out) as f:
             doc = json.load(f)
     rows = []
+    extra = {"finalize_hang": True} if finalize_hang else {}
     if tool == "tb-bench":
         meta = doc.get("context", {})
         for b in doc["benchmarks"]:
@@ -169,12 +196,30 @@ def run_point(definition, point, mode, mpi, options):
                          "bytes_per_peer": int(b.get("bytes_per_peer", parts[3])),
                          "time_s": b["real_time"] * unit, "median_s": b.get("median_s"),
                          "bytes_per_second": b.get("bytes_per_second"), "path": b.get("label", ""),
-                         "metadata": meta})
+                         "metadata": meta, **extra})
     else:
         meta = doc.get("metadata", {})
         for r in doc["results"]:
-            rows.append({**{k: v for k, v in r.items() if k != "samples_s"}, "metadata": meta})
+            rows.append({**{k: v for k, v in r.items() if k != "samples_s"}, "metadata": meta, **extra})
     return rows, time.time() - started, cmd, env
+
+
+def stop(proc):
+    """Ends the launcher and everything it started (its own session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def complete_json(path):
+    try:
+        with open(path) as f:
+            json.load(f)
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def write_slurm(definition_path, definition, options):
@@ -205,10 +250,13 @@ def main(argv=None):
     parser.add_argument("--bin", help="folder of the tools (default build/<mpi>/bin)")
     parser.add_argument("--cliques", type=int, help="cliques mode: number of cliques (default: one per rank)")
     parser.add_argument("--hosts", type=int, default=2, help="netns mode: emulated hosts (experiments/netns.sh up K)")
+    parser.add_argument("--rate", default="2gbit", help="netns mode: tbf rate of every link (tc syntax, e.g. 2gbit)")
     parser.add_argument("--hostfile", help="cluster mode: the hosts to run on")
     parser.add_argument("--slurm", help="cluster mode: write this Slurm batch script instead of running")
     parser.add_argument("--slurm-time", default="01:00:00")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per point")
+    parser.add_argument("--finalize-grace", type=float, default=20,
+                        help="seconds a job may take to exit once its results are written")
     parser.add_argument("--list", action="store_true", help="print the points and whether they are done")
     options = parser.parse_args(argv)
 
@@ -229,6 +277,20 @@ def main(argv=None):
             print(f"  [{'done' if k in done else 'todo'}] {k} {json.dumps(p, sort_keys=True)}")
         return 0
     os.makedirs(os.path.dirname(os.path.abspath(options.store)), exist_ok=True)
+    netns = os.path.join(ROOT, "experiments", "netns.sh")
+    if options.mode == "netns" and any(k not in done for _, k in todo):
+        if os.geteuid() != 0:
+            print("run.py: netns mode creates network namespaces and needs root; run it as root", file=sys.stderr)
+            return 2
+        subprocess.run([netns, "up", str(options.hosts), options.rate], check=True)
+    try:
+        return run_points(definition, todo, done, options)
+    finally:
+        if options.mode == "netns" and any(k not in done for _, k in todo):
+            subprocess.run([netns, "down"], check=False)
+
+
+def run_points(definition, todo, done, options):
     failures = 0
     for i, (p, k) in enumerate(todo, 1):
         if k in done:
@@ -245,7 +307,9 @@ def main(argv=None):
             for r in rows:
                 f.write(json.dumps({"key": k, "experiment": definition["name"], "tool": definition["tool"],
                                     "mode": options.mode, "mpi": options.mpi, "ranks": p["ranks"],
-                                    "point": p, "command": " ".join(cmd), "environment": env, **r}) + "\n")
+                                    "point": p, "command": " ".join(cmd), "environment": env,
+                                    **({"netns_rate": options.rate, "netns_hosts": options.hosts}
+                                       if options.mode == "netns" else {}), **r}) + "\n")
         print(f" {len(rows)} rows, {seconds:.1f} s")
     print(f"run.py: done, {failures} failed point(s); store {options.store}")
     return 1 if failures else 0
