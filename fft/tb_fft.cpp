@@ -278,23 +278,11 @@ int run(const Options& opt) {
       f << nlohmann::json{{"metadata", meta}, {"results", rows}}.dump(2) << "\n";
       if (!f) throw std::runtime_error("cannot write " + opt.json);
     }
-    if (!opt.csv.empty()) {
-      std::ofstream f(opt.csv);
-      const char* columns[] = {"tool", "method", "serial", "verified", "kind", "precision", "global_shape", "grid",
+    if (!opt.csv.empty())
+      tb::write_results_csv(opt.csv, rows,
+                            {"tool", "method", "serial", "verified", "kind", "precision", "global_shape", "grid",
                                "planner", "normalization", "inner", "outer", "fastest_s", "median_s", "fft_s",
-                               "redistribute_s", "plan_s", "spectrum_error", "roundtrip_error"};
-      f << join(columns, ",") << ",ranks,nodes,mpi_library,cores,numa_nodes,environment,git_commit\n";
-      for (const auto& row : rows) {
-        for (const char* c : columns) {
-          const auto& v = row.at(c);
-          f << (v.is_string() ? v.get<std::string>() : v.dump()) << ",";
-        }
-        f << meta["ranks"] << "," << meta["nodes"] << ",\"" << meta["mpi_library"].get<std::string>() << "\","
-          << meta["hwloc"].value("cores", 0) << "," << meta["hwloc"].value("numa_nodes", 0) << ",\""
-          << tb::relevant_environment_text(meta) << "\"," << meta["git_commit"].get<std::string>() << "\n";
-      }
-      if (!f) throw std::runtime_error("cannot write " + opt.csv);
-    }
+                               "redistribute_s", "plan_s", "spectrum_error", "roundtrip_error"}, meta);
   }
   const bool ok = std::all_of(results.begin(), results.end(), [](const Result& r) { return r.verified; });
   return ok ? 0 : 1;

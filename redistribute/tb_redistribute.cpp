@@ -218,23 +218,11 @@ int run(const Options& opt) {
       f << nlohmann::json{{"metadata", meta}, {"results", detailed}}.dump(2) << "\n";
       if (!f) throw std::runtime_error("cannot write " + opt.json);
     }
-    if (!opt.csv.empty()) {
-      std::ofstream f(opt.csv);
-      const char* columns[] = {"tool", "method", "verified", "element_type", "global_shape", "grid", "from_axis",
+    if (!opt.csv.empty())
+      tb::write_results_csv(opt.csv, rows,
+                            {"tool", "method", "verified", "element_type", "global_shape", "grid", "from_axis",
                                "to_axis", "local_bytes_max", "buffers", "inner", "outer", "fastest_s", "median_s",
-                               "fastest_over_floor", "median_over_floor"};
-      f << join(columns, ",") << ",ranks,nodes,mpi_library,cores,numa_nodes,environment,git_commit\n";
-      for (const auto& r : rows) {
-        for (const char* c : columns) {
-          const auto& v = r.at(c);
-          f << (v.is_string() ? v.get<std::string>() : v.dump()) << ",";
-        }
-        f << meta["ranks"] << "," << meta["nodes"] << ",\"" << meta["mpi_library"].get<std::string>() << "\","
-          << meta["hwloc"].value("cores", 0) << "," << meta["hwloc"].value("numa_nodes", 0) << ",\""
-          << tb::relevant_environment_text(meta) << "\"," << meta["git_commit"].get<std::string>() << "\n";
-      }
-      if (!f) throw std::runtime_error("cannot write " + opt.csv);
-    }
+                               "fastest_over_floor", "median_over_floor"}, meta);
   }
   const bool all_ok = std::all_of(results.begin(), results.end(), [](const Result& r) { return r.verified; });
   return all_ok ? 0 : 1;
