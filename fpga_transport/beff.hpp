@@ -43,8 +43,10 @@ struct BeffResult {
 // b(L) and b_eff from loop times (one per size, in beff_sizes() order).
 BeffResult beff_from_times(int ranks, const BeffRules& rules, const std::vector<double>& loop_seconds);
 
-// The b_eff pattern on a modelled network: one exchange = every rank sends L to each neighbour
-// in the ring (rank order), all at once; its time is the network's phase time.
+// The b_eff pattern on a modelled network. One exchange = every rank sends L to each neighbour in
+// the ring (rank order): on IEC and host networks to both at once (one phase); on the PCIe+MPI
+// base path in two rounds one after the other, as HPCC FPGA's base implementation does (each
+// round: PCIe read, MPI_Sendrecv with one neighbour, PCIe write).
 BeffResult model_beff(const Network& network, const BeffRules& rules = {});
 
 }  // namespace tb::fpga
