@@ -268,35 +268,35 @@ def main(argv=None):
         parser.error("cluster mode needs --hostfile (or --slurm to write a batch script)")
     points = expand(definition)
     done = done_keys(options.store)
-    todo = [(p, point_key(definition, p, options.mode, options.mpi)) for p in points]
-    skipped = sum(1 for _, k in todo if k in done)
+    planned = [(p, point_key(definition, p, options.mode, options.mpi)) for p in points]
+    skipped = sum(1 for _, k in planned if k in done)
     print(f"run.py: {definition['name']}: {len(points)} points, {skipped} already in {options.store}, "
           f"mode {options.mode}, {options.mpi}")
     if options.list:
-        for p, k in todo:
-            print(f"  [{'done' if k in done else 'todo'}] {k} {json.dumps(p, sort_keys=True)}")
+        for p, k in planned:
+            print(f"  [{'done' if k in done else 'to run'}] {k} {json.dumps(p, sort_keys=True)}")
         return 0
     os.makedirs(os.path.dirname(os.path.abspath(options.store)), exist_ok=True)
     netns = os.path.join(ROOT, "experiments", "netns.sh")
-    if options.mode == "netns" and any(k not in done for _, k in todo):
+    if options.mode == "netns" and any(k not in done for _, k in planned):
         if os.geteuid() != 0:
             print("run.py: netns mode creates network namespaces and needs root; run it as root", file=sys.stderr)
             return 2
         subprocess.run([netns, "up", str(options.hosts), options.rate], check=True)
     try:
-        return run_points(definition, todo, done, options)
+        return run_points(definition, planned, done, options)
     finally:
-        if options.mode == "netns" and any(k not in done for _, k in todo):
+        if options.mode == "netns" and any(k not in done for _, k in planned):
             subprocess.run([netns, "down"], check=False)
 
 
-def run_points(definition, todo, done, options):
+def run_points(definition, planned, done, options):
     failures = 0
-    for i, (p, k) in enumerate(todo, 1):
+    for i, (p, k) in enumerate(planned, 1):
         if k in done:
             continue
         label = " ".join(f"{key}={value}" for key, value in p.items())
-        print(f"  [{i}/{len(todo)}] {label} ...", end="", flush=True)
+        print(f"  [{i}/{len(planned)}] {label} ...", end="", flush=True)
         try:
             rows, seconds, cmd, env = run_point(definition, p, options.mode, options.mpi, options)
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:

@@ -57,21 +57,6 @@ std::string join(const auto& values, const char* sep) {
   return s.str();
 }
 
-std::vector<std::string> expand_methods(const std::vector<std::string>& methods) {
-  std::vector<std::string> out;
-  for (const auto& m : methods) {
-    if (m == "all") {
-      for (const auto& info : tb::alltoallw_algorithms()) out.emplace_back(info.name);
-      out.emplace_back("local_remap");
-    } else if (m == "local_remap" || tb::is_alltoallw_algorithm(m)) {
-      out.push_back(m);
-    } else {
-      tb::make_alltoallw(m);  // throws the registry's "unknown algorithm" error
-    }
-  }
-  return out;
-}
-
 void validate(const Options& opt) {
   if (opt.shape.size() < 2) throw std::invalid_argument("--shape needs at least 2 axes");
   for (auto n : opt.shape)
@@ -85,7 +70,7 @@ void validate(const Options& opt) {
   tb::parse_fft_planner(opt.planner);
   tb::parse_fft_normalization(opt.normalization);
   for (const auto& s : opt.serial) tb::parse_serial_layout(s);
-  expand_methods(opt.methods);
+  tb::expand_redistribution_methods(opt.methods);
 }
 
 // An array the FFT reads or writes, aligned as FFTW allocates.
@@ -127,7 +112,7 @@ struct Result {
 int run(const Options& opt) {
   int rank = 0;
   TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  const auto methods = expand_methods(opt.methods);
+  const auto methods = tb::expand_redistribution_methods(opt.methods);
   const auto precision = tb::parse_fft_precision(opt.precision);
   auto grid = tb::ProcessGrid::create(MPI_COMM_WORLD, opt.grid);
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);

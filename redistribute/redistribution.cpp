@@ -1,5 +1,7 @@
 #include "redistribute/redistribution.hpp"
 
+#include "collectives/registry.hpp"
+
 #include "redistribute/block_distribution.hpp"
 
 #include <cstdint>
@@ -69,6 +71,21 @@ void Redistribution::forward(const void* in, void* out) {
 void Redistribution::backward(const void* out, void* in) {
   check_no_overlap(in, out);
   do_backward(out, in);
+}
+
+std::vector<std::string> expand_redistribution_methods(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const auto& m : names) {
+    if (m == "all") {
+      for (const auto& info : alltoallw_algorithms()) out.emplace_back(info.name);
+      out.emplace_back("local_remap");
+    } else if (m == "local_remap" || is_alltoallw_algorithm(m)) {
+      out.push_back(m);
+    } else {
+      make_alltoallw(m);  // throws the registry's "unknown algorithm" error
+    }
+  }
+  return out;
 }
 
 std::unique_ptr<Redistribution> make_redistribution(const Pencil& in, const Pencil& out, ElementType type,

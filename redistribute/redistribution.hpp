@@ -122,6 +122,11 @@ class LocalRemap final : public Redistribution {
   std::vector<std::byte> send_buffer_, recv_buffer_;
 };
 
+// Redistribution method names for tools: "all" becomes every registered Alltoallw algorithm and
+// then local_remap; other names must be registered algorithms or local_remap (the registry's
+// "unknown algorithm" error otherwise).
+std::vector<std::string> expand_redistribution_methods(const std::vector<std::string>& names);
+
 // "local_remap" or the name of a registered Alltoallw algorithm (empty: the default algorithm).
 std::unique_ptr<Redistribution> make_redistribution(const Pencil& in, const Pencil& out, ElementType type,
                                                     std::string_view method = {});

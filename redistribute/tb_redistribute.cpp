@@ -78,22 +78,6 @@ std::string join(const auto& values, const char* sep) {
   return s.str();
 }
 
-// Every registered algorithm plus local_remap when the user says "all".
-std::vector<std::string> expand_methods(const std::vector<std::string>& methods) {
-  std::vector<std::string> out;
-  for (const auto& m : methods) {
-    if (m == "all") {
-      for (const auto& info : tb::alltoallw_algorithms()) out.emplace_back(info.name);
-      out.emplace_back("local_remap");
-    } else if (m == "local_remap" || tb::is_alltoallw_algorithm(m)) {
-      out.push_back(m);
-    } else {
-      tb::make_alltoallw(m);  // throws the registry's "unknown algorithm" error
-    }
-  }
-  return out;
-}
-
 // Checks what depends only on the command line, identically on every rank, so that bad input
 // ends the job cleanly (exit code 2, one message) instead of through MPI_Abort.
 void validate(const Options& opt) {
@@ -106,7 +90,7 @@ void validate(const Options& opt) {
     throw std::invalid_argument("--from-axis and --to-axis must lie in 0.." + std::to_string(d - 1));
   if (from == opt.to_axis) throw std::invalid_argument("--from-axis and --to-axis must differ");
   tb::parse_element_type(opt.type);
-  expand_methods(opt.methods);
+  tb::expand_redistribution_methods(opt.methods);
 }
 
 int run(const Options& opt) {
@@ -115,7 +99,7 @@ int run(const Options& opt) {
   const tb::ElementType type = tb::parse_element_type(opt.type);
   const int d = static_cast<int>(opt.shape.size());
   const int from = opt.from_axis >= 0 ? opt.from_axis : d - 1;
-  const auto methods = expand_methods(opt.methods);
+  const auto methods = tb::expand_redistribution_methods(opt.methods);
 
   auto grid = tb::ProcessGrid::create(MPI_COMM_WORLD, opt.grid);
   const tb::Pencil in_pencil(grid, opt.shape, from);
