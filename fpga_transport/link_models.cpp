@@ -46,6 +46,27 @@ double MemoryModel::bandwidth_at(double bytes) const {
   return bandwidth_by_bytes.back().second;
 }
 
+double MeasuredCurve::time_s(double bytes) const {
+  if (seconds_by_bytes.empty()) throw std::logic_error("MeasuredCurve::time_s on an empty curve");
+  const auto& pts = seconds_by_bytes;
+  if (bytes <= pts.front().first || pts.size() == 1) return pts.front().second;
+  std::size_t i = 1;
+  while (i + 1 < pts.size() && bytes > pts[i].first) ++i;  // segment [i-1, i], or the last one beyond the end
+  const auto& [x0, y0] = pts[i - 1];
+  const auto& [x1, y1] = pts[i];
+  return std::max(0.0, y0 + (bytes - x0) * (y1 - y0) / (x1 - x0));
+}
+
+void MeasuredCurve::check(const std::string& what) const {
+  for (std::size_t i = 0; i < seconds_by_bytes.size(); ++i) {
+    const auto& [b, t] = seconds_by_bytes[i];
+    if (!(b > 0) || !(t >= 0))
+      throw std::invalid_argument(what + ": point " + std::to_string(i) + " needs bytes > 0 and seconds >= 0");
+    if (i > 0 && !(b > seconds_by_bytes[i - 1].first))
+      throw std::invalid_argument(what + ": bytes must increase strictly (point " + std::to_string(i) + ")");
+  }
+}
+
 namespace {
 template <class T>
 void get(const nlohmann::json& j, const char* key, T& value) {
@@ -75,14 +96,23 @@ void from_json(const nlohmann::json& j, Hockney& m) {
   if (j.contains("bandwidth_bytes_per_s")) m.beta_s_per_byte = 1.0 / j.at("bandwidth_bytes_per_s").get<double>();
   if (m.alpha_s < 0 || m.beta_s_per_byte < 0) throw std::invalid_argument("Hockney: alpha_s and beta_s_per_byte must be >= 0");
 }
+void to_json(nlohmann::json& j, const MeasuredCurve& m) { j = m.seconds_by_bytes; }
+void from_json(const nlohmann::json& j, MeasuredCurve& m) {
+  j.get_to(m.seconds_by_bytes);
+  m.check("measured curve");
+}
 void to_json(nlohmann::json& j, const PcieMpiPath& m) {
   j = {{"pcie_bandwidth_bytes_per_s", m.pcie_bandwidth_bytes_per_s}, {"pcie_latency_s", m.pcie_latency_s},
        {"host", m.host}};
+  if (!m.pcie_transfer.empty()) j["pcie_transfer_seconds_by_bytes"] = m.pcie_transfer;
+  if (!m.host_exchange.empty()) j["host_exchange_seconds_by_bytes"] = m.host_exchange;
 }
 void from_json(const nlohmann::json& j, PcieMpiPath& m) {
   get(j, "pcie_bandwidth_bytes_per_s", m.pcie_bandwidth_bytes_per_s);
   get(j, "pcie_latency_s", m.pcie_latency_s);
   if (j.contains("host")) j.at("host").get_to(m.host);
+  get(j, "pcie_transfer_seconds_by_bytes", m.pcie_transfer);
+  get(j, "host_exchange_seconds_by_bytes", m.host_exchange);
   if (m.pcie_bandwidth_bytes_per_s <= 0 || m.pcie_latency_s < 0)
     throw std::invalid_argument("PCIe+MPI path: pcie_bandwidth_bytes_per_s must be positive, pcie_latency_s >= 0");
 }

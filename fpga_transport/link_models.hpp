@@ -6,8 +6,12 @@
 //                  in whole chunks of width x channels, and every message pays the channel latency:
 //                      t(L) = ceil(L / chunk) / f + latency      (ring: 2 channels, 64 B chunks)
 //   Hockney        alpha-beta: t(L) = alpha + beta L. Fitted to measurements (tb-beff) for the host.
+//   MeasuredCurve  seconds by bytes from measurements, linear between measured sizes.
 //   PcieMpiPath    HPCC FPGA's "base" path: FPGA -> host over PCIe, host MPI, host -> FPGA:
-//                      t(L) = 2 (pcie_latency + L / pcie_bandwidth) + host.t(L)
+//                      t(L) = 2 pcie(L) + host(L)
+//                  with pcie(L) = pcie_latency + L / pcie_bandwidth and host(L) the Hockney host,
+//                  or, where given, measured curves for either (hpcc_reference.hpp derives them
+//                  from the publication's own b_eff runs).
 // A Network (network.hpp) says which model its links use; NetworkSpec files are JSON with these
 // field names (fpga_transport/networks/*.json).
 #pragma once
@@ -44,13 +48,32 @@ struct Hockney {
   static Hockney fit(const std::vector<std::pair<double, double>>& bytes_seconds);
 };
 
+// Seconds for a message of L bytes from measured (bytes, seconds) points: linear between
+// neighbouring points, the first point's time below it, and the last segment's slope continued
+// beyond the last point. Points need strictly increasing bytes and times >= 0.
+struct MeasuredCurve {
+  std::vector<std::pair<double, double>> seconds_by_bytes;
+  bool empty() const { return seconds_by_bytes.empty(); }
+  double time_s(double bytes) const;
+  void check(const std::string& what) const;  // throws std::invalid_argument naming `what`
+};
+
 struct PcieMpiPath {
   double pcie_bandwidth_bytes_per_s = 7.88e9;  // PCIe 3.0 x8, per direction
   double pcie_latency_s = 0.0;                 // per transfer (buffer read or write)
   Hockney host;                                // host-to-host MPI message
-  double message_time_s(double bytes) const {
-    return 2.0 * (pcie_latency_s + bytes / pcie_bandwidth_bytes_per_s) + host.message_time_s(bytes);
+  // Measured alternatives: one blocking PCIe buffer transfer (read or write), and one host
+  // MPI_Sendrecv moving L bytes each way. When present they replace the parameters above.
+  MeasuredCurve pcie_transfer;
+  MeasuredCurve host_exchange;
+  std::string calibration;  // where the curves came from, for describe()
+  double pcie_time_s(double bytes) const {
+    return pcie_transfer.empty() ? pcie_latency_s + bytes / pcie_bandwidth_bytes_per_s : pcie_transfer.time_s(bytes);
   }
+  double host_time_s(double bytes) const {
+    return host_exchange.empty() ? host.message_time_s(bytes) : host_exchange.time_s(bytes);
+  }
+  double message_time_s(double bytes) const { return 2.0 * pcie_time_s(bytes) + host_time_s(bytes); }
 };
 
 // Local work (pack, unpack, copy) on one processor: t = bytes / bandwidth(W) + blocks * per_block,
@@ -72,6 +95,8 @@ void to_json(nlohmann::json& j, const IecLink& m);
 void from_json(const nlohmann::json& j, IecLink& m);
 void to_json(nlohmann::json& j, const Hockney& m);
 void from_json(const nlohmann::json& j, Hockney& m);
+void to_json(nlohmann::json& j, const MeasuredCurve& m);
+void from_json(const nlohmann::json& j, MeasuredCurve& m);
 void to_json(nlohmann::json& j, const PcieMpiPath& m);
 void from_json(const nlohmann::json& j, PcieMpiPath& m);
 void to_json(nlohmann::json& j, const MemoryModel& m);

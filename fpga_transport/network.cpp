@@ -1,7 +1,10 @@
 #include "fpga_transport/network.hpp"
 
+#include "fpga_transport/hpcc_reference.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <queue>
@@ -19,6 +22,14 @@ Network Network::from_file(const std::string& path, int ranks) {
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument("network file " + path + ": " + e.what());
   }
+  // A calibration reference named relative to the network file.
+  if (spec.contains("pcie_mpi") && spec["pcie_mpi"].contains("calibrate_from")) {
+    auto& from = spec["pcie_mpi"]["calibrate_from"];
+    if (from.contains("reference") && from["reference"].is_string()) {
+      const std::filesystem::path ref = from["reference"].get<std::string>();
+      if (ref.is_relative()) from["reference"] = (std::filesystem::path(path).parent_path() / ref).lexically_normal().string();
+    }
+  }
   return from_json(spec, ranks);
 }
 
@@ -33,7 +44,22 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
   else if (kind == "host") n.kind_ = NetworkKind::host;
   else throw std::invalid_argument("network " + n.name_ + ": kind must be iec, pcie_mpi or host, got '" + kind + "'");
   if (spec.contains("iec")) spec.at("iec").get_to(n.iec_);
-  if (spec.contains("pcie_mpi")) spec.at("pcie_mpi").get_to(n.pcie_);
+  if (spec.contains("pcie_mpi")) {
+    const auto& p = spec.at("pcie_mpi");
+    p.get_to(n.pcie_);
+    if (p.contains("calibrate_from")) {  // measured curves derived from published b_eff runs
+      const auto& c = p.at("calibrate_from");
+      for (const char* key : {"reference", "pcie_run", "cpu_run", "host_network_run"})
+        if (!c.contains(key) || !c.at(key).is_string())
+          throw std::invalid_argument("network " + n.name_ + ": pcie_mpi.calibrate_from needs the string '" + key + "'");
+      const PcieMpiPath cal = calibrate_base_path(load_beff_reference(c.at("reference").get<std::string>()),
+                                                  c.at("pcie_run").get<std::string>(), c.at("cpu_run").get<std::string>(),
+                                                  c.at("host_network_run").get<std::string>());
+      n.pcie_.pcie_transfer = cal.pcie_transfer;
+      n.pcie_.host_exchange = cal.host_exchange;
+      n.pcie_.calibration = cal.calibration;
+    }
+  }
   if (spec.contains("host")) spec.at("host").get_to(n.host_);
   if (spec.contains("library")) {
     spec.at("library").get_to(n.library_);
@@ -156,28 +182,47 @@ double Network::phase_time_s(const std::vector<Message>& messages) const {
       for (const auto& [link, c] : chunks) worst = std::max(worst, c / iec_.clock_hz);
       return worst + longest * iec_.latency_s;
     }
-    case NetworkKind::host:
-    case NetworkKind::pcie_mpi: {
-      std::vector<double> out(static_cast<std::size_t>(ranks_)), in(out.size()), sent(out.size()), received(out.size());
+    case NetworkKind::host: {
+      std::vector<double> out(static_cast<std::size_t>(ranks_)), in(out.size()), sent(out.size());
       for (const Message& m : messages) {
         if (m.src == m.dst || m.bytes <= 0) continue;
         out[m.src] += m.bytes;
         in[m.dst] += m.bytes;
         sent[m.src] += 1;
-        received[m.dst] += 1;
       }
-      double host = 0.0, pcie_out = 0.0, pcie_in = 0.0;
-      for (int r = 0; r < ranks_; ++r) {
-        host = std::max(host, sent[r] * host_.alpha_s + std::max(out[r], in[r]) * host_.beta_s_per_byte);
-        pcie_out = std::max(pcie_out, sent[r] * pcie_.pcie_latency_s + out[r] / pcie_.pcie_bandwidth_bytes_per_s);
-        pcie_in = std::max(pcie_in, received[r] * pcie_.pcie_latency_s + in[r] / pcie_.pcie_bandwidth_bytes_per_s);
-      }
-      if (kind_ == NetworkKind::host) return host;
-      // The base path's host part is the path's own host model.
-      double path_host = 0.0;
+      double host = 0.0;
       for (int r = 0; r < ranks_; ++r)
-        path_host = std::max(path_host, sent[r] * pcie_.host.alpha_s + std::max(out[r], in[r]) * pcie_.host.beta_s_per_byte);
-      return pcie_out + path_host + pcie_in;
+        host = std::max(host, sent[r] * host_.alpha_s + std::max(out[r], in[r]) * host_.beta_s_per_byte);
+      return host;
+    }
+    case NetworkKind::pcie_mpi: {
+      // Per rank: its PCIe reads (out), host MPI, PCIe writes (in); each stage takes its slowest rank.
+      // The Hockney host carries the larger of a rank's sent and received bytes; a measured host
+      // curve is one Sendrecv per message, so a rank's host time is the larger of its sent and its
+      // received messages' times.
+      std::vector<double> out(static_cast<std::size_t>(ranks_)), in(out.size()), sent(out.size());
+      std::vector<double> pcie_out(out.size()), pcie_in(out.size()), host_out(out.size()), host_in(out.size());
+      for (const Message& m : messages) {
+        if (m.src == m.dst || m.bytes <= 0) continue;
+        out[m.src] += m.bytes;
+        in[m.dst] += m.bytes;
+        sent[m.src] += 1;
+        pcie_out[m.src] += pcie_.pcie_time_s(m.bytes);
+        pcie_in[m.dst] += pcie_.pcie_time_s(m.bytes);
+        if (!pcie_.host_exchange.empty()) {
+          host_out[m.src] += pcie_.host_exchange.time_s(m.bytes);
+          host_in[m.dst] += pcie_.host_exchange.time_s(m.bytes);
+        }
+      }
+      double t_out = 0.0, t_host = 0.0, t_in = 0.0;
+      for (int r = 0; r < ranks_; ++r) {
+        t_out = std::max(t_out, pcie_out[r]);
+        t_in = std::max(t_in, pcie_in[r]);
+        t_host = std::max(t_host, pcie_.host_exchange.empty()
+                                      ? sent[r] * pcie_.host.alpha_s + std::max(out[r], in[r]) * pcie_.host.beta_s_per_byte
+                                      : std::max(host_out[r], host_in[r]));
+      }
+      return t_out + t_host + t_in;
     }
   }
   return 0.0;
@@ -194,9 +239,18 @@ std::string Network::describe() const {
         s << ", " << adjacency_[0][0].channels << " channel(s) per link from FPGA 0";
       break;
     case NetworkKind::pcie_mpi:
-      s << "PCIe+MPI, PCIe " << pcie_.pcie_bandwidth_bytes_per_s / 1e9 << " GB/s + " << pcie_.pcie_latency_s * 1e6
-        << " us per transfer, host alpha " << pcie_.host.alpha_s * 1e6 << " us, "
-        << pcie_.host.bandwidth_bytes_per_s() / 1e9 << " GB/s";
+      s << "PCIe+MPI, ";
+      if (pcie_.pcie_transfer.empty())
+        s << "PCIe " << pcie_.pcie_bandwidth_bytes_per_s / 1e9 << " GB/s + " << pcie_.pcie_latency_s * 1e6 << " us per transfer";
+      else
+        s << "PCIe transfer measured: " << pcie_.pcie_time_s(1) * 1e6 << " us at 1 B, " << pcie_.pcie_time_s(1 << 20) * 1e6
+          << " us at 1 MiB";
+      if (pcie_.host_exchange.empty())
+        s << ", host alpha " << pcie_.host.alpha_s * 1e6 << " us, " << pcie_.host.bandwidth_bytes_per_s() / 1e9 << " GB/s";
+      else
+        s << "; host Sendrecv measured: " << pcie_.host_time_s(1) * 1e6 << " us at 1 B, " << pcie_.host_time_s(1 << 20) * 1e6
+          << " us at 1 MiB";
+      if (!pcie_.calibration.empty()) s << " [" << pcie_.calibration << "]";
       break;
     case NetworkKind::host:
       s << "host Hockney, alpha " << host_.alpha_s * 1e6 << " us, " << host_.bandwidth_bytes_per_s() / 1e9 << " GB/s";

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   app.add_option("--pattern", pattern_file, "a pattern recorded with TB_ALLTOALLW_RECORD instead of --shape");
   app.add_option("--call", call, "which recorded call (0-based)")->capture_default_str();
   app.add_option("--network", networks,
-                 "network JSON files (default: iec_ring, iec_torus, pcie_mpi_520n and host_calibrated in " + net_dir + ")")
+                 "network JSON files (default: iec_ring, iec_torus, pcie_mpi_520n, pcie_mpi_520n_measured and host_calibrated in " + net_dir + ")")
       ->delimiter(',');
   app.add_option("--algorithm", algorithms, "algorithms to cost (default: all modelled)")->delimiter(',');
   app.add_option("--ranks-per-node", ranks_per_node,
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
             : tb::fpga::recorded_pattern(pattern_file, call);
     const int ranks = pattern.ranks();
     if (networks.empty())
-      for (const char* f : {"iec_ring.json", "iec_torus.json", "pcie_mpi_520n.json", "host_calibrated.json"})
+      for (const char* f : {"iec_ring.json", "iec_torus.json", "pcie_mpi_520n.json", "pcie_mpi_520n_measured.json", "host_calibrated.json"})
         networks.push_back(net_dir + f);
     if (algorithms.empty()) algorithms = tb::fpga::modelled_algorithms();
 
