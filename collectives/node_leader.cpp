@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 namespace tb {
@@ -88,6 +89,11 @@ struct NodeState {
   std::size_t record = 0;           // int64 per parity
   MPI_Win data_win = MPI_WIN_NULL;
   std::byte* data = nullptr;
+  // A node of one rank shares nothing: its control records and staging area are private memory,
+  // not MPI windows. (MPICH 4.0.2's ch4:ucx can hang in MPI_Finalize after shared windows on
+  // one-rank communicators when UCX carries the inter-node traffic; see the README.)
+  std::vector<std::int64_t> private_ctrl;
+  std::unique_ptr<std::byte[]> private_data;
   std::int64_t capacity = 0, allocations = 0;
   std::uint64_t calls = 0;
   std::int64_t barriers = 0;  // node barriers passed (the same count on every rank of the node)
@@ -128,7 +134,12 @@ struct NodeState {
   }
 
   void free_data_window() {
-    if (data_win == MPI_WIN_NULL) return;
+    private_data.reset();
+    if (data_win == MPI_WIN_NULL) {
+      data = nullptr;
+      capacity = 0;
+      return;
+    }
     PMPI_Win_unlock_all(data_win);
     PMPI_Win_free(&data_win);
     data = nullptr;
@@ -138,8 +149,15 @@ struct NodeState {
   // Collective over shm; every rank asks for the same `bytes`.
   void reserve(std::int64_t bytes) {
     if (bytes <= capacity) return;
+    const std::int64_t want = std::max(bytes, capacity + capacity / 2);  // before freeing resets capacity
     free_data_window();
-    const std::int64_t want = std::max(bytes, capacity + capacity / 2);
+    if (L == 1) {
+      private_data = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(want));
+      data = private_data.get();
+      capacity = want;
+      ++allocations;
+      return;
+    }
     const MPI_Aint mine = lm == 0 ? static_cast<MPI_Aint>(want) : 0;
     void* base = nullptr;
     TB_MPI_CHECK(PMPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, shm, &base, &data_win));
@@ -224,6 +242,11 @@ NodeState* create_state(MPI_Comm comm) {
 
   // The control window: two parity records per rank.
   st.record = kHeader + static_cast<std::size_t>(kFields) * st.P;
+  if (st.L == 1) {
+    st.private_ctrl.assign(2 * st.record + 8, 0);
+    st.ctrl.push_back(st.private_ctrl.data());
+    return state.release();
+  }
   void* base = nullptr;
   MPI_Info info = MPI_INFO_NULL;
   TB_MPI_CHECK(PMPI_Info_create(&info));
@@ -278,6 +301,7 @@ NodeLeaderStats node_leader_stats(MPI_Comm comm) {
   if (const NodeState* st = find_state(comm)) {
     s.window_allocations = st->allocations;
     s.window_bytes = st->capacity;
+    s.shared_windows = st->ctrl_win != MPI_WIN_NULL;
     s.leaders_on_my_node = static_cast<int>(st->leaders[st->node].size());
     s.leader_rule = st->leader_rule;
   }

@@ -74,6 +74,7 @@ class NodeLeaderAlltoallw final : public AlltoallwAlgorithm {
 struct NodeLeaderStats {
   std::int64_t window_allocations = -1;  // how often the staging window was (re)allocated
   std::int64_t window_bytes = -1;        // its current capacity
+  bool shared_windows = false;           // MPI shared windows; a node of one rank uses private memory
   int leaders_on_my_node = -1;
   std::string leader_rule;  // e.g. "first rank", "2 per node", "numa (hwloc)"
 };

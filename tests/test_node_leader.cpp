@@ -171,6 +171,8 @@ TEST(NodeLeader, LeadersFollowTbNodeLeaders) {
   EXPECT_EQ(test::sum_over_ranks(c.wrong()), 0);
   const NodeLeaderStats stats = node_leader_stats(MPI_COMM_WORLD);
   const int node_size = node_layout(MPI_COMM_WORLD).node_size;
+  // Shared windows only where a node has ranks to share with.
+  EXPECT_EQ(stats.shared_windows, node_size > 1) << "node of " << node_size << " rank(s)";
   if (setting == nullptr || std::string(setting) == "1") {
     EXPECT_EQ(stats.leaders_on_my_node, 1);
     EXPECT_EQ(stats.leader_rule, "first rank");
