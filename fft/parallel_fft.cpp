@@ -518,8 +518,7 @@ void ParallelFFT::scale(void* data, std::int64_t elements, ElementType type, dou
   const std::int64_t reals = elements * static_cast<std::int64_t>(element_size(type) / (options_.precision == FftPrecision::f64 ? 8 : 4));
   if (options_.precision == FftPrecision::f64) scale_array<double>(data, reals, factor);
   else scale_array<float>(data, reals, factor);
-  step.seconds += MPI_Wtime() - t0;
-  ++step.calls;
+  step.record(MPI_Wtime() - t0);
 }
 
 namespace {
@@ -537,8 +536,7 @@ void ParallelFFT::forward(const void* in, void* out) {
   auto timed = [&](int step, auto&& body) {
     const double t0 = MPI_Wtime();
     body();
-    steps_[static_cast<std::size_t>(step)].seconds += MPI_Wtime() - t0;
-    ++steps_[static_cast<std::size_t>(step)].calls;
+    steps_[static_cast<std::size_t>(step)].record(MPI_Wtime() - t0);
   };
   std::size_t s = 0;
   timed(forward_step_[s++], [&] { stages_[0]->forward(in, x(0)); });
@@ -564,8 +562,7 @@ void ParallelFFT::backward(const void* out, void* in) {
   auto timed = [&](int step, auto&& body) {
     const double t0 = MPI_Wtime();
     body();
-    steps_[static_cast<std::size_t>(step)].seconds += MPI_Wtime() - t0;
-    ++steps_[static_cast<std::size_t>(step)].calls;
+    steps_[static_cast<std::size_t>(step)].record(MPI_Wtime() - t0);
   };
   std::size_t s = 0;
   for (int k = g; k >= 1; --k) {
@@ -583,6 +580,7 @@ void ParallelFFT::backward(const void* out, void* in) {
 void ParallelFFT::reset_timings() {
   for (auto& s : steps_) {
     s.seconds = 0.0;
+    s.fastest_seconds = 0.0;
     s.calls = 0;
   }
 }

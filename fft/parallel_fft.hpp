@@ -36,6 +36,7 @@
 #include "redistribute/process_grid.hpp"
 #include "redistribute/redistribution.hpp"
 
+#include <algorithm>
 #include <complex>
 #include <cstdint>
 #include <memory>
@@ -85,8 +86,14 @@ struct FftStep {
   std::string direction;  // "forward" or "backward"
   std::string kind;       // "fft", "redistribute" or "scale"
   std::string name;       // e.g. "fft axes 1,2 (r2c)", "redistribute 2->0 (alltoallw:native)"
-  double seconds = 0.0;   // total over `calls`
+  double seconds = 0.0;          // total over `calls`
+  double fastest_seconds = 0.0;  // the fastest single call (0 before the first)
   long calls = 0;
+  void record(double call_seconds) {
+    fastest_seconds = calls == 0 ? call_seconds : std::min(fastest_seconds, call_seconds);
+    seconds += call_seconds;
+    ++calls;
+  }
 };
 
 class ParallelFFT {

@@ -388,6 +388,40 @@ TEST(ParallelFFT, MisalignedUserArrays) {
   }
 }
 
+// Per-step timings: every step of forward and backward counts each call, the fastest call is no
+// slower than the mean, and reset_timings() starts again from nothing.
+TEST(ParallelFFT, StepTimingsCountEveryCall) {
+  FftOptions o;
+  o.kind = FftKind::r2c;
+  o.planner = FftPlanner::estimate;
+  o.normalization = FftNormalization::backward;
+  const std::vector<std::int64_t> shape{8, 6, 10};
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0, 0});
+  ParallelFFT fft(grid, shape, o);
+  std::vector<double> in(static_cast<std::size_t>(fft.input_size()), 1.0), back(in.size());
+  std::vector<std::complex<double>> out(static_cast<std::size_t>(fft.output_size()));
+  for (int call = 0; call < 3; ++call) {
+    fft.forward(std::span<const double>(in), std::span<std::complex<double>>(out));
+    fft.backward(std::span<const std::complex<double>>(out), std::span<double>(back));
+  }
+  int redistributions = 0, scales = 0;
+  for (const FftStep& s : fft.steps()) {
+    EXPECT_EQ(s.calls, 3) << s.direction << " " << s.name;
+    EXPECT_GE(s.fastest_seconds, 0.0) << s.name;
+    EXPECT_LE(s.fastest_seconds * 3, s.seconds * (1 + 1e-12)) << s.name << ": fastest above the mean";
+    redistributions += s.kind == "redistribute";
+    scales += s.kind == "scale";
+  }
+  EXPECT_EQ(redistributions, 2 * grid->ndims()) << "one per realignment, each way";
+  EXPECT_EQ(scales, 1) << "backward normalisation only";
+  fft.reset_timings();
+  for (const FftStep& s : fft.steps()) {
+    EXPECT_EQ(s.calls, 0);
+    EXPECT_EQ(s.seconds, 0.0);
+    EXPECT_EQ(s.fastest_seconds, 0.0);
+  }
+}
+
 // Wisdom gathered from every rank is written by rank 0 and can be imported again.
 TEST(ParallelFFT, WisdomExportAndImport) {
   FftOptions o;
