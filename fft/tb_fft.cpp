@@ -11,6 +11,7 @@
 #include "collectives/registry.hpp"
 #include "fft/parallel_fft.hpp"
 #include "fft/plane_waves.hpp"
+#include "microbench/mpi_tool.hpp"
 #include "microbench/run_metadata.hpp"
 #include "microbench/timing.hpp"
 
@@ -20,14 +21,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
-#include <thread>
 
 namespace {
 
@@ -46,16 +44,6 @@ struct Options {
   tb::TimingOptions timing{3, 50, 60.0, 5};
   std::string csv, json;
 };
-
-std::string join(const auto& values, const char* sep) {
-  std::ostringstream s;
-  bool first = true;
-  for (const auto& v : values) {
-    s << (first ? "" : sep) << v;
-    first = false;
-  }
-  return s.str();
-}
 
 void validate(const Options& opt) {
   if (opt.shape.size() < 2) throw std::invalid_argument("--shape needs at least 2 axes");
@@ -211,7 +199,7 @@ int run(const Options& opt) {
   if (!opt.wisdom.empty()) wisdom_saved = tb::export_fft_wisdom(MPI_COMM_WORLD, precision, opt.wisdom);
 
   if (rank == 0) {
-    std::printf("tb-fft  %s %s %s  on grid %s (%d ranks, %d node(s): %s)\n", join(opt.shape, "x").c_str(),
+    std::printf("tb-fft  %s %s %s  on grid %s (%d ranks, %d node(s): %s)\n", tb::join(opt.shape, "x").c_str(),
                 opt.kind.c_str(), opt.precision.c_str(), grid->describe().c_str(), meta["ranks"].get<int>(),
                 meta["node_layout"]["nodes"].get<int>(), meta["node_layout"]["source"].get<std::string>().c_str());
     std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
@@ -259,7 +247,7 @@ int run(const Options& opt) {
         (s.kind == "redistribute" ? redist_s : fft_s) += s.seconds;
       }
       rows.push_back({{"tool", "tb-fft"}, {"method", r.method}, {"serial", r.serial}, {"verified", r.verified},
-                      {"kind", opt.kind}, {"precision", opt.precision}, {"global_shape", join(opt.shape, "x")},
+                      {"kind", opt.kind}, {"precision", opt.precision}, {"global_shape", tb::join(opt.shape, "x")},
                       {"grid", grid->describe()}, {"planner", opt.planner}, {"normalization", opt.normalization},
                       {"inner", r.timing.inner}, {"outer", r.timing.seconds_per_op.size()},
                       {"fastest_s", r.timing.fastest()}, {"median_s", r.timing.median()},
@@ -285,12 +273,6 @@ int run(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-
   Options opt;
   CLI::App app{"Plan, verify and time a parallel multidimensional FFT (serial FFTW stages + redistributions)"};
   app.add_option("--shape", opt.shape, "global shape, comma separated (d >= 2)")->delimiter(',')->capture_default_str();
@@ -322,28 +304,5 @@ int main(int argc, char** argv) {
   app.add_option("--csv", opt.csv, "write the results as CSV (rank 0)");
   app.add_option("--json", opt.json, "write the results, steps and metadata as JSON (rank 0)");
 
-  int code = 0;
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    MPI_Finalize();
-    return code;
-  }
-  try {
-    validate(opt);
-  } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "tb-fft: error: %s\n", e.what());
-    MPI_Finalize();
-    return 2;
-  }
-  try {
-    code = run(opt);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tb-fft (rank %d): error: %s\n", rank, e.what());
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  MPI_Finalize();
-  return code;
+  return tb::mpi_tool_main(argc, argv, "tb-fft", app, [&] { validate(opt); }, [&] { return run(opt); });
 }

@@ -9,6 +9,7 @@
 // by the round trip and Parseval's identity. Built only against Open MPI, which Debian's
 // libfftw3-mpi is linked with.
 #include "collectives/mpi_error.hpp"
+#include "microbench/mpi_tool.hpp"
 #include "microbench/run_metadata.hpp"
 #include "microbench/timing.hpp"
 
@@ -21,14 +22,10 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  fftw_mpi_init();
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
   std::vector<std::int64_t> shape{64, 64, 64};
   std::string planner = "measure", json;
@@ -40,21 +37,15 @@ int main(int argc, char** argv) {
   app.add_option("--outer", timing.outer, "maximum outer repetitions")->capture_default_str();
   app.add_option("--max-seconds", timing.max_seconds, "stop repeating after this much time")->capture_default_str();
   app.add_option("--json", json, "write the result and metadata as JSON (rank 0)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    MPI_Finalize();
-    return code;
-  }
-  const unsigned flag = planner == "estimate" ? FFTW_ESTIMATE : planner == "patient" ? FFTW_PATIENT : FFTW_MEASURE;
-  if (shape.size() < 3 || (planner != "estimate" && planner != "measure" && planner != "patient")) {
-    if (rank == 0) std::fprintf(stderr, "tb-fftw-mpi: error: --shape needs 3 or more axes; --planner estimate|measure|patient\n");
-    MPI_Finalize();
-    return 2;
-  }
-
-  try {
+  auto validate = [&] {
+    if (shape.size() < 3 || (planner != "estimate" && planner != "measure" && planner != "patient"))
+      throw std::invalid_argument("--shape needs 3 or more axes; --planner estimate|measure|patient");
+  };
+  return tb::mpi_tool_main(argc, argv, "tb-fftw-mpi", app, validate, [&] {
+    fftw_mpi_init();
+    int rank = 0;
+    TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    const unsigned flag = planner == "estimate" ? FFTW_ESTIMATE : planner == "patient" ? FFTW_PATIENT : FFTW_MEASURE;
     const int d = static_cast<int>(shape.size());
     std::vector<ptrdiff_t> n(shape.begin(), shape.end()), nc(n);
     nc.back() = n.back() / 2 + 1;
@@ -154,11 +145,6 @@ int main(int argc, char** argv) {
     fftw_free(back);
     fftw_free(spectrum);
     fftw_mpi_cleanup();
-    MPI_Finalize();
     return ok ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tb-fftw-mpi (rank %d): error: %s\n", rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  return 2;
+  });
 }

@@ -8,16 +8,16 @@
 //   mpiexec -n 2 tb-beff --json beff.json --fit-out host.json
 #include "collectives/mpi_error.hpp"
 #include "fpga_transport/beff.hpp"
+#include "microbench/mpi_tool.hpp"
 #include "microbench/run_metadata.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <thread>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -173,10 +173,6 @@ int run(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   Options opt;
   CLI::App app{"b_eff over MPI with HPCC FPGA's rules (ring, both neighbours, 2^0..2^20 bytes)"};
   app.add_option("--max-exponent", opt.rules.max_exponent, "largest message 2^max bytes")->capture_default_str()->check(CLI::Range(0, 30));
@@ -190,23 +186,11 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
   app.add_option("--fit-out", opt.fit_out, "write the fitted host network for tb-model (rank 0)");
-  try {
-    app.parse(argc, argv);
-    if (opt.rules.d <= 0 || opt.rules.l < 1 || opt.rules.u < opt.rules.l)
-      throw CLI::ValidationError("loop rules", "need d > 0 and 1 <= l <= u");
-  } catch (const CLI::ParseError& e) {
-    const int code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    MPI_Finalize();
-    return code;
-  }
-  int code = 0;
-  try {
-    code = run(opt);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tb-beff (rank %d): error: %s\n", rank, e.what());
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  MPI_Finalize();
-  return code;
+  return tb::mpi_tool_main(
+      argc, argv, "tb-beff", app,
+      [&] {
+        if (opt.rules.d <= 0 || opt.rules.l < 1 || opt.rules.u < opt.rules.l)
+          throw std::invalid_argument("loop rules: need -d > 0 and 1 <= -l <= -u");
+      },
+      [&] { return run(opt); });
 }

@@ -7,6 +7,7 @@
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/pack.hpp"
 #include "collectives/registry.hpp"
+#include "microbench/mpi_tool.hpp"
 #include "microbench/run_metadata.hpp"
 #include "microbench/timing.hpp"
 #include "redistribute/global_pattern.hpp"
@@ -16,14 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
-#include <thread>
 
 namespace {
 
@@ -67,16 +65,6 @@ struct Result {
   bool verified = false;
   tb::Timing timing;
 };
-
-std::string join(const auto& values, const char* sep) {
-  std::ostringstream s;
-  bool first = true;
-  for (const auto& v : values) {
-    s << (first ? "" : sep) << v;
-    first = false;
-  }
-  return s.str();
-}
 
 // Checks what depends only on the command line, identically on every rank, so that bad input
 // ends the job cleanly (exit code 2, one message) instead of through MPI_Abort.
@@ -148,7 +136,7 @@ int run(const Options& opt) {
   }
 
   if (rank == 0) {
-    std::printf("tb-redistribute  %s  %s  on grid %s (%d ranks, %d node(s): %s)\n", join(opt.shape, "x").c_str(),
+    std::printf("tb-redistribute  %s  %s  on grid %s (%d ranks, %d node(s): %s)\n", tb::join(opt.shape, "x").c_str(),
                 std::string(tb::element_type_name(type)).c_str(), grid->describe().c_str(), meta["ranks"].get<int>(),
                 meta["node_layout"]["nodes"].get<int>(), meta["node_layout"]["source"].get<std::string>().c_str());
     std::printf("  %s  ->  %s\n", in_pencil.describe().c_str(), out_pencil.describe().c_str());
@@ -181,7 +169,7 @@ int run(const Options& opt) {
     nlohmann::json rows = nlohmann::json::array();
     auto row = [&](const std::string& method, const char* verified, const tb::Timing& t) {
       rows.push_back({{"tool", "tb-redistribute"}, {"method", method}, {"verified", verified},
-                      {"element_type", tb::element_type_name(type)}, {"global_shape", join(opt.shape, "x")},
+                      {"element_type", tb::element_type_name(type)}, {"global_shape", tb::join(opt.shape, "x")},
                       {"grid", grid->describe()}, {"from_axis", from}, {"to_axis", opt.to_axis},
                       {"local_bytes_max", max_bytes}, {"buffers", opt.buffers}, {"inner", t.inner}, {"outer", t.seconds_per_op.size()},
                       {"fastest_s", t.fastest()}, {"median_s", t.median()},
@@ -215,12 +203,6 @@ int run(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-
   Options opt;
   bool list = false;
   CLI::App app{"Plan, verify and time one global redistribution (Alltoallw of subarray types or local remap)"};
@@ -248,36 +230,18 @@ int main(int argc, char** argv) {
   app.add_option("--json", opt.json, "write the results and metadata as JSON (rank 0)");
   app.add_flag("--list-algorithms", list, "print the registered Alltoallw algorithms and exit");
 
-  int code = 0;
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (rank == 0) code = app.exit(e);
-    else code = e.get_exit_code();
-    MPI_Finalize();
-    return code;
-  }
-  if (list) {
-    if (rank == 0) std::cout << tb::alltoallw_algorithm_list() << "local_remap     pack + MPI_Alltoall(v) + unpack (redistribution baseline)\n";
-    MPI_Finalize();
-    return 0;
-  }
-  try {
-    validate(opt);
-  } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "tb-redistribute: error: %s\n", e.what());
-    MPI_Finalize();
-    return 2;
-  }
-  try {
-    code = run(opt);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tb-redistribute (rank %d): error: %s\n", rank, e.what());
-    // Give the launcher a moment to forward this line (and the other ranks' own errors) before
-    // the abort tears the job down; without it the message is sometimes lost.
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
-  MPI_Finalize();
-  return code;
+  return tb::mpi_tool_main(
+      argc, argv, "tb-redistribute", app,
+      [&] {
+        if (!list) validate(opt);
+      },
+      [&] {
+        if (!list) return run(opt);
+        int rank = 0;
+        TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+        if (rank == 0)
+          std::cout << tb::alltoallw_algorithm_list()
+                    << "local_remap     pack + MPI_Alltoall(v) + unpack (redistribution baseline)\n";
+        return 0;
+      });
 }
