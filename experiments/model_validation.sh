@@ -15,13 +15,8 @@ mpi=${1:-mpich}
 shift || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(8 16 32 64 128)
-bin=build/$mpi/bin
-[ -x "$bin/tb-model" ] || ./scripts/build.sh "$mpi"
-case $mpi in
-  mpich) run=(mpiexec.mpich -n 2) ;;
-  openmpi) run=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec.openmpi -n 2) ;;
-  *) echo "usage: $0 [mpich|openmpi] [sizes...]" >&2; exit 2 ;;
-esac
+source experiments/launcher.sh
+tb_launcher "$mpi" tb-model "$0 [mpich|openmpi] [sizes...]"
 out=results/model_validation/$mpi
 mkdir -p "$out"
 echo "== calibration: tb-beff (host network) and the memory model"

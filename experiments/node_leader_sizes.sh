@@ -10,13 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mpi=${1:-mpich}
 min_time=${2:-0.05}
-bin=build/$mpi/bin
-[ -x "$bin/tb-bench" ] || ./scripts/build.sh "$mpi"
-case $mpi in
-  mpich) run=(mpiexec.mpich -n 2) ;;
-  openmpi) run=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpiexec.openmpi -n 2) ;;
-  *) echo "usage: $0 [mpich|openmpi] [min_time_s]" >&2; exit 2 ;;
-esac
+source experiments/launcher.sh
+tb_launcher "$mpi" tb-bench "$0 [mpich|openmpi] [min_time_s]"
 out=results/node_leader_sizes
 mkdir -p "$out"
 files=()
