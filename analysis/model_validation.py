@@ -1,10 +1,18 @@
 #!/usr/bin/python3
 """Predicted (tb-model on the calibrated host) against measured (tb-redistribute) per algorithm.
 
+  model_validation.py MEASURED PREDICTED [MEASURED PREDICTED ...]
 Takes pairs of files as experiments/model_validation.sh writes them: measured-<n>.json from
 tb-redistribute --json and predicted-<n>.csv from tb-model --csv. Prints one row per size and
 algorithm with bytes per peer, the measured fastest time, the prediction, and the error
 (predicted - measured) / measured, then the mean absolute error at 1 KiB per peer and above.
+
+  model_validation.py --memory-from-floors OUT BASE MEASURED [MEASURED ...]
+Writes a tb-model memory model (OUT) whose copy bandwidth by size comes from tb-redistribute's
+memcpy floors: one memcpy of each rank's local array, timed in the same run, the same way and
+with every rank copying at once, as the algorithms' own copies are; and the same for copies with
+streaming stores, from its streaming_copy rows. Only the cost per block is taken from BASE
+(tb-model --save-memory).
 """
 import csv
 import json
@@ -30,7 +38,42 @@ def predicted_rows(path):
         return {r["algorithm"]: r for r in csv.DictReader(f)}
 
 
+def memory_from_floors(measured_paths, base):
+    """The memory model of `base` with its bandwidth tables from the floors of the measured runs:
+    bandwidth_by_bytes from memcpy_floor, streaming_bandwidth_by_bytes from streaming_copy (the
+    same copy with streaming stores, as the testbed's packer makes large copies)."""
+    tables = {"memcpy_floor": {}, "streaming_copy": {}}
+    for path in measured_paths:
+        with open(path) as f:
+            doc = json.load(f)
+        for method, points in tables.items():
+            rows = [r for r in doc["results"] if r["method"] == method]
+            if not rows:
+                if method == "memcpy_floor":
+                    raise ValueError(f"{path}: no memcpy_floor row")
+                continue
+            nbytes, seconds = rows[0]["local_bytes_max"], rows[0]["fastest_s"]
+            if nbytes <= 0 or seconds <= 0:
+                raise ValueError(f"{path}: the {method} row needs bytes and time above 0")
+            points[float(nbytes)] = nbytes / seconds
+    model = dict(base)
+    copy = sorted(tables["memcpy_floor"].items())
+    model["bandwidth_by_bytes"] = [[b, bw] for b, bw in copy]
+    model["copy_bandwidth_bytes_per_s"] = copy[-1][1]
+    if tables["streaming_copy"]:
+        model["streaming_bandwidth_by_bytes"] = [[b, bw] for b, bw in sorted(tables["streaming_copy"].items())]
+    model["source"] = "tb-redistribute memcpy floors: " + ", ".join(measured_paths)
+    return model
+
+
 def main(argv):
+    if len(argv) >= 5 and argv[1] == "--memory-from-floors":
+        with open(argv[3]) as f:
+            base = json.load(f)
+        model = memory_from_floors(argv[4:], base)
+        with open(argv[2], "w") as f:
+            json.dump(model, f, indent=2)
+        return 0
     if len(argv) < 3 or len(argv) % 2 == 0:
         print(__doc__, file=sys.stderr)
         return 2

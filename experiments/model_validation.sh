@@ -4,7 +4,9 @@
 # 2. tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
 #    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json
 # 3. for each cube size, tb-redistribute times every algorithm and local_remap (slab, c64,
-#    axis 2 -> 0, 2 ranks), and tb-model predicts the same call on host.json + memory.json
+#    axis 2 -> 0, 2 ranks) and the memcpy floor of its local array; the floors give the memory
+#    model's copy bandwidth by size (memory-floors.json), and tb-model predicts each call on
+#    host.json + memory-floors.json
 # 4. analysis/model_validation.py prints predicted against measured, with the error.
 #
 #   experiments/model_validation.sh [mpich|openmpi] [sizes...]    default: mpich 8 16 32 64 128
@@ -30,13 +32,21 @@ wait
 # from the validation points below.
 "${run[@]}" "$bin/tb-bench" -m 1:1 --layouts contiguous --benchmark_min_time=0.2 \
   --benchmark_out="$out/overheads.json" --benchmark_out_format=json >/dev/null
-files=()
 for n in "${sizes[@]}"; do
-  echo "== ${n}^3: measured (tb-redistribute) and predicted (tb-model)"
+  echo "== ${n}^3: measured (tb-redistribute)"
   "${run[@]}" "$bin/tb-redistribute" --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --method all \
     --max-seconds 5 --json "$out/measured-$n.json" >/dev/null
+done
+# Copy bandwidth by size from the runs' own memcpy floors (same moment, same timing, both ranks
+# copying at once); the cost per block stays tb-model's measurement.
+measured=()
+for n in "${sizes[@]}"; do measured+=("$out/measured-$n.json"); done
+/usr/bin/python3 analysis/model_validation.py --memory-from-floors "$out/memory-floors.json" "$out/memory.json" "${measured[@]}"
+files=()
+for n in "${sizes[@]}"; do
+  echo "== ${n}^3: predicted (tb-model)"
   "$bin/tb-model" --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --network "$out/host.json" \
-    --memory "$out/memory.json" --overheads "$out/overheads.json" --csv "$out/predicted-$n.csv" >/dev/null
+    --memory "$out/memory-floors.json" --overheads "$out/overheads.json" --csv "$out/predicted-$n.csv" >/dev/null
   files+=("$out/measured-$n.json" "$out/predicted-$n.csv")
 done
 /usr/bin/python3 analysis/model_validation.py "${files[@]}"

@@ -55,6 +55,7 @@ std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pat
   std::vector<Phase> phases;
   if (algorithm == "native") {
     Phase p = empty_phase("all messages at once", n);
+    p.testbed_copies = false;  // the library copies the self part too
     for (int s = 0; s < n; ++s)
       for (int d = 0; d < n; ++d) {
         const auto& t = pat.at(s, d);
@@ -104,8 +105,11 @@ std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pat
       for (int d = 0; d < n; ++d) {
         const auto& t = pat.at(s, d);
         if (t.bytes == 0) continue;
-        if (node(s) == node(d)) {
+        if (s == d || (node(s) == node(d) && opt.node_shared_buffers)) {  // one copy
           add_local(on_node, s, static_cast<double>(t.bytes), static_cast<double>(std::max(t.send_blocks, t.recv_blocks)));
+        } else if (node(s) == node(d)) {  // through the node's staging
+          add_local(on_node, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
+          add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
         } else {
           add_local(on_node, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
           add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
@@ -164,7 +168,8 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     const MemoryModel& library = network.library() ? *network.library() : memory;
     double local = 0.0;
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
-      local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r]) +
+      local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r],
+                                                 p.testbed_copies && p.local_bytes[r] >= memory.streaming_from_bytes) +
                                   library.copy_time_s(p.library_bytes[r], p.library_blocks[r], working_set[r]));
     const double comm = network.phase_time_s(p.messages);
     c.local_s += local;

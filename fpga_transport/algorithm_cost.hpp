@@ -15,9 +15,12 @@
 //   pack_alltoallv  pack everything, one phase of contiguous messages, unpack everything.
 //   local_remap     the redistribution baseline (pack, MPI_Alltoall(v), unpack): the same
 //                   schedule as pack_alltoallv in this model.
-//   node_leader     with R ranks per node: every rank copies its on-node data straight into the
-//                   peers' arrays and packs its off-node data into the node's staging; the
-//                   leaders exchange ONE aggregated message per node pair; receivers unpack.
+//   node_leader     with R ranks per node: every rank packs its off-node data into the node's
+//                   staging; the leaders exchange ONE aggregated message per node pair; receivers
+//                   unpack. On-node data takes one copy straight into the peer's array when the
+//                   user's arrays are node-shared (tb-redistribute --buffers shared), and two
+//                   otherwise: packed into the staging by the sender, unpacked by the receiver.
+//                   The self part is one copy either way.
 //   ucx_zcopy       peers whose blocks average at least `pack_below` bytes move with one
 //                   zero-copy message per contiguous piece (min of send and receive blocks) and
 //                   no local work; smaller ones are packed, sent as one message, and unpacked.
@@ -35,13 +38,17 @@ namespace tb::fpga {
 struct Phase {
   std::string name;
   std::vector<Message> messages;
-  std::vector<double> local_bytes, local_blocks;      // per rank: the testbed's own copies
+  std::vector<double> local_bytes, local_blocks;      // per rank: plain copies (the self part, ...)
   std::vector<double> library_bytes, library_blocks;  // per rank: the MPI library's datatype engine
+  // The testbed's packer makes the plain copies, so large ones take streaming stores; false where
+  // the MPI library copies (native's self part).
+  bool testbed_copies = true;
 };
 
 struct ScheduleOptions {
   int ranks_per_node = 1;            // node_leader's R (ranks are numbered node by node)
   double pack_below_bytes = 4096.0;  // ucx_zcopy's threshold (TB_UCX_PACK_BELOW)
+  bool node_shared_buffers = false;  // node_leader: the user's arrays are in node-shared memory
 };
 
 // The algorithms the model knows: native, pairwise, pack_alltoallv, node_leader, ucx_zcopy,
@@ -58,8 +65,10 @@ struct Cost {
   std::int64_t messages = 0;  // network messages (self excluded)
 };
 
-// Local work: the testbed's copies on `memory`; the library's packing on the network's library
-// model when it has one (a calibrated host measures MPI_Pack), else on `memory` too.
+// Local work: plain copies on `memory`, with streaming stores where the testbed's packer makes
+// them and a rank copies memory.streaming_from_bytes or more in the phase; the
+// library's packing on the network's library model when it has one (a calibrated host measures
+// MPI_Pack), else on `memory` too.
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory);
 
 }  // namespace tb::fpga

@@ -31,19 +31,24 @@ Hockney Hockney::fit(const std::vector<std::pair<double, double>>& points) {
   return h;
 }
 
-double MemoryModel::bandwidth_at(double bytes) const {
-  if (bandwidth_by_bytes.empty()) return copy_bandwidth_bytes_per_s;
-  if (bytes <= bandwidth_by_bytes.front().first) return bandwidth_by_bytes.front().second;
-  if (bytes >= bandwidth_by_bytes.back().first) return bandwidth_by_bytes.back().second;
-  for (std::size_t i = 1; i < bandwidth_by_bytes.size(); ++i) {
-    const auto& [x1, y1] = bandwidth_by_bytes[i];
-    const auto& [x0, y0] = bandwidth_by_bytes[i - 1];
-    if (bytes <= x1) {
-      const double f = std::log(bytes / x0) / std::log(x1 / x0);
-      return y0 + f * (y1 - y0);
-    }
+namespace {
+// A (bytes, bandwidth) table interpolated in log(bytes), flat beyond its ends.
+double interpolate_log(const std::vector<std::pair<double, double>>& table, double bytes) {
+  if (bytes <= table.front().first) return table.front().second;
+  if (bytes >= table.back().first) return table.back().second;
+  for (std::size_t i = 1; i < table.size(); ++i) {
+    const auto& [x1, y1] = table[i];
+    const auto& [x0, y0] = table[i - 1];
+    if (bytes <= x1) return y0 + std::log(bytes / x0) / std::log(x1 / x0) * (y1 - y0);
   }
-  return bandwidth_by_bytes.back().second;
+  return table.back().second;
+}
+}  // namespace
+
+double MemoryModel::bandwidth_at(double bytes, bool streaming) const {
+  if (streaming && !streaming_bandwidth_by_bytes.empty()) return interpolate_log(streaming_bandwidth_by_bytes, bytes);
+  if (bandwidth_by_bytes.empty()) return copy_bandwidth_bytes_per_s;
+  return interpolate_log(bandwidth_by_bytes, bytes);
 }
 
 double MeasuredCurve::time_s(double bytes) const {
@@ -117,18 +122,26 @@ void from_json(const nlohmann::json& j, PcieMpiPath& m) {
     throw std::invalid_argument("PCIe+MPI path: pcie_bandwidth_bytes_per_s must be positive, pcie_latency_s >= 0");
 }
 void to_json(nlohmann::json& j, const MemoryModel& m) {
-  j = {{"copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s}, {"per_block_s", m.per_block_s}};
+  j = {{"copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s}, {"per_block_s", m.per_block_s},
+       {"streaming_from_bytes", m.streaming_from_bytes}};
   if (!m.bandwidth_by_bytes.empty()) j["bandwidth_by_bytes"] = m.bandwidth_by_bytes;
+  if (!m.streaming_bandwidth_by_bytes.empty()) j["streaming_bandwidth_by_bytes"] = m.streaming_bandwidth_by_bytes;
 }
 void from_json(const nlohmann::json& j, MemoryModel& m) {
   get(j, "copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s);
   get(j, "per_block_s", m.per_block_s);
   get(j, "bandwidth_by_bytes", m.bandwidth_by_bytes);
-  std::sort(m.bandwidth_by_bytes.begin(), m.bandwidth_by_bytes.end());
-  for (const auto& [b, bw] : m.bandwidth_by_bytes)
-    if (b <= 0 || bw <= 0) throw std::invalid_argument("memory model: bandwidth_by_bytes needs positive bytes and bandwidths");
-  if (m.copy_bandwidth_bytes_per_s <= 0 || m.per_block_s < 0)
-    throw std::invalid_argument("memory model: copy_bandwidth_bytes_per_s must be positive, per_block_s >= 0");
+  get(j, "streaming_bandwidth_by_bytes", m.streaming_bandwidth_by_bytes);
+  get(j, "streaming_from_bytes", m.streaming_from_bytes);
+  for (auto* table : {&m.bandwidth_by_bytes, &m.streaming_bandwidth_by_bytes}) {
+    std::sort(table->begin(), table->end());
+    for (const auto& [b, bw] : *table)
+      if (b <= 0 || bw <= 0)
+        throw std::invalid_argument("memory model: bandwidth tables need positive bytes and bandwidths");
+  }
+  if (m.copy_bandwidth_bytes_per_s <= 0 || m.per_block_s < 0 || m.streaming_from_bytes < 0)
+    throw std::invalid_argument(
+        "memory model: copy_bandwidth_bytes_per_s must be positive, per_block_s and streaming_from_bytes >= 0");
 }
 
 }  // namespace tb::fpga

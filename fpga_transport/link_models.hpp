@@ -80,14 +80,18 @@ struct PcieMpiPath {
 // where W is the working set: the bytes the rank touches in the whole call (a piece of a large array
 // streams from memory even when the piece itself would fit in cache). The bandwidth is a table of
 // (bytes, bandwidth) points, interpolated in log(bytes) and held flat beyond its ends; without a
-// table, copy_bandwidth_bytes_per_s throughout.
+// table, copy_bandwidth_bytes_per_s throughout. The testbed's own copies of streaming_from_bytes or
+// more use streaming stores (collectives/pack.hpp), costed on streaming_bandwidth_by_bytes where
+// that table is given.
 struct MemoryModel {
   double copy_bandwidth_bytes_per_s = 10e9;
   double per_block_s = 5e-9;
-  std::vector<std::pair<double, double>> bandwidth_by_bytes;  // sorted by bytes
-  double bandwidth_at(double bytes) const;
-  double copy_time_s(double bytes, double blocks, double working_set_bytes = 0.0) const {
-    return bytes > 0 ? bytes / bandwidth_at(std::max(bytes, working_set_bytes)) + blocks * per_block_s : 0.0;
+  std::vector<std::pair<double, double>> bandwidth_by_bytes;            // sorted by bytes
+  std::vector<std::pair<double, double>> streaming_bandwidth_by_bytes;  // sorted by bytes
+  double streaming_from_bytes = 4.0 * (1 << 20);                       // kStreamingCopyBytes
+  double bandwidth_at(double bytes, bool streaming = false) const;
+  double copy_time_s(double bytes, double blocks, double working_set_bytes = 0.0, bool streaming = false) const {
+    return bytes > 0 ? bytes / bandwidth_at(std::max(bytes, working_set_bytes), streaming) + blocks * per_block_s : 0.0;
   }
 };
 

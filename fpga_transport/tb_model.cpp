@@ -6,6 +6,7 @@
 //
 //   tb-model --shape 256,256,256 --grid 4 --from-axis 2 --to-axis 0 --type c64
 //   tb-model --pattern calls.jsonl --call 0
+#include "collectives/pack.hpp"
 #include "fpga_transport/algorithm_cost.hpp"
 #include "fpga_transport/beff.hpp"
 #include "fpga_transport/network.hpp"
@@ -49,6 +50,14 @@ tb::fpga::MemoryModel measure_memory() {
   for (std::size_t bytes = std::size_t{64} << 10; bytes <= largest; bytes *= 4) {
     const double t = time([&] { std::memcpy(dst.data(), src.data(), bytes); });
     m.bandwidth_by_bytes.emplace_back(static_cast<double>(bytes), static_cast<double>(bytes) / t);
+    if (static_cast<double>(bytes) < m.streaming_from_bytes) continue;
+    // The testbed packer's large copies: streaming stores (collectives/pack.hpp).
+    const double ts = time([&] {
+      const tb::BlockCopy streaming(static_cast<std::int64_t>(bytes));
+      streaming(reinterpret_cast<std::byte*>(dst.data()), reinterpret_cast<const std::byte*>(src.data()),
+                static_cast<std::int64_t>(bytes));
+    });
+    m.streaming_bandwidth_by_bytes.emplace_back(static_cast<double>(bytes), static_cast<double>(bytes) / ts);
   }
   m.copy_bandwidth_bytes_per_s = m.bandwidth_by_bytes.back().second;
   const std::size_t bytes = largest, blocks = bytes / 64;
@@ -77,6 +86,7 @@ int main(int argc, char** argv) {
   std::string overheads_file;
   bool beff = false;
   double pack_below = 4096;
+  std::string buffers = "private";
   const std::string net_dir = std::string(TB_SOURCE_DIR) + "/fpga_transport/networks/";
 
   CLI::App app{"Modelled cost of one Alltoallw per algorithm on IEC, PCIe+MPI and calibrated host networks"};
@@ -94,6 +104,11 @@ int main(int argc, char** argv) {
   app.add_option("--ranks-per-node", ranks_per_node,
                  "node_leader's ranks per node (default: the network's; one per FPGA, all on one host)");
   app.add_option("--pack-below", pack_below, "ucx_zcopy's packing threshold in bytes")->capture_default_str();
+  app.add_option("--buffers", buffers,
+                 "the user's arrays, as tb-redistribute --buffers: private (node_leader stages on-node data: two "
+                 "copies) or shared (node_leader copies on-node data once)")
+      ->check(CLI::IsMember({"private", "shared"}))
+      ->capture_default_str();
   app.add_option("--memory", memory_file, "memory model JSON (default: measured now on this machine)");
   app.add_option("--save-memory", save_memory, "write the measured memory model to this file");
   app.add_option("--csv", csv, "write algorithm x network rows as CSV");
@@ -134,11 +149,16 @@ int main(int argc, char** argv) {
     for (const auto& f : networks) nets.push_back(tb::fpga::Network::from_file(f, ranks));
     tb::fpga::ScheduleOptions so;
     so.pack_below_bytes = pack_below;
+    so.node_shared_buffers = buffers == "shared";
 
     std::printf("tb-model  %s; %d ranks, %.3f MiB moved in all\n", pattern.description.c_str(), ranks,
                 static_cast<double>(pattern.total_bytes()) / (1 << 20));
-    std::printf("  local work: %.2f GB/s copy, %.2f ns per block (%s)\n", memory.copy_bandwidth_bytes_per_s / 1e9,
-                memory.per_block_s * 1e9, memory_source.c_str());
+    std::printf("  local work: %.2f GB/s copy, %.2f ns per block", memory.copy_bandwidth_bytes_per_s / 1e9,
+                memory.per_block_s * 1e9);
+    if (!memory.streaming_bandwidth_by_bytes.empty())
+      std::printf(", streaming stores %.2f GB/s from %.0f MiB", memory.streaming_bandwidth_by_bytes.back().second / 1e9,
+                  memory.streaming_from_bytes / (1 << 20));
+    std::printf(" (%s)\n", memory_source.c_str());
     for (const auto& n : nets)
       std::printf("  network %s; node_leader: %d rank(s) per node\n", n.describe().c_str(),
                   ranks_per_node > 0 ? ranks_per_node : n.ranks_per_node());

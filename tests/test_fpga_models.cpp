@@ -138,6 +138,46 @@ TEST(HpccReference, CalibrationErrorsNameTheProblem) {
   EXPECT_THROW(Network::from_json(spec, 4), std::invalid_argument);
 }
 
+// Copies interpolate the bandwidth table in log(bytes) by working set; streaming copies use their
+// own table when there is one.
+TEST(MemoryModel, BandwidthByWorkingSetAndStreamingStores) {
+  MemoryModel m;
+  m.per_block_s = 1e-9;
+  m.bandwidth_by_bytes = {{1 << 10, 40e9}, {1 << 20, 20e9}};
+  EXPECT_DOUBLE_EQ(m.bandwidth_at(1 << 5), 40e9);
+  EXPECT_DOUBLE_EQ(m.bandwidth_at(1 << 15), 30e9);  // half way in log(bytes)
+  EXPECT_DOUBLE_EQ(m.bandwidth_at(1 << 25), 20e9);
+  EXPECT_DOUBLE_EQ(m.bandwidth_at(1 << 25, true), 20e9);  // no streaming table: the same
+  m.streaming_bandwidth_by_bytes = {{1 << 20, 30e9}};
+  EXPECT_DOUBLE_EQ(m.bandwidth_at(1 << 25, true), 30e9);
+  EXPECT_DOUBLE_EQ(m.copy_time_s(1 << 10, 4, 1 << 20), 1024 / 20e9 + 4e-9);  // the working set decides
+  EXPECT_DOUBLE_EQ(m.copy_time_s(1 << 20, 0, 0, true), (1 << 20) / 30e9);
+  const MemoryModel back = nlohmann::json(m).get<MemoryModel>();
+  EXPECT_EQ(back.streaming_bandwidth_by_bytes, m.streaming_bandwidth_by_bytes);
+  EXPECT_DOUBLE_EQ(back.streaming_from_bytes, 4.0 * (1 << 20));
+  EXPECT_THROW(nlohmann::json::parse(R"({"streaming_bandwidth_by_bytes": [[0, 1e9]]})").get<MemoryModel>(),
+               std::invalid_argument);
+}
+
+// A rank's testbed copies in a phase take streaming stores from streaming_from_bytes on; the
+// library's packing never does.
+TEST(MemoryModel, CostUsesStreamingStoresForLargeTestbedCopies) {
+  MemoryModel m;
+  m.per_block_s = 0.0;
+  m.copy_bandwidth_bytes_per_s = 10e9;
+  m.streaming_bandwidth_by_bytes = {{1, 20e9}};
+  const Network host = Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}}}}, 1);
+  Phase small{"small", {}, {1 << 20}, {1}, {0}, {0}, true};
+  Phase large{"large", {}, {8 << 20}, {1}, {0}, {0}, true};
+  Phase library{"library", {}, {0}, {0}, {8 << 20}, {1}, true};
+  EXPECT_DOUBLE_EQ(cost({small}, host, m).local_s, (1 << 20) / 10e9);
+  EXPECT_DOUBLE_EQ(cost({large}, host, m).local_s, (8 << 20) / 20e9);
+  EXPECT_DOUBLE_EQ(cost({library}, host, m).local_s, (8 << 20) / 10e9);
+  large.testbed_copies = false;  // copies the MPI library makes (native's self part) do not stream
+  EXPECT_DOUBLE_EQ(cost({large}, host, m).local_s, (8 << 20) / 10e9);
+  EXPECT_FALSE(schedule("native", redistribution_pattern({8, 8}, {2}, 1, 0, 8), {})[0].testbed_copies);
+}
+
 TEST(Hockney, FitRecoversAlphaAndBeta) {
   std::vector<std::pair<double, double>> pts;
   for (double L : {1.0, 1024.0, 65536.0, 1048576.0}) pts.emplace_back(L, 3e-6 + L / 5e9);
@@ -231,6 +271,17 @@ TEST(Schedules, ShapesOfTheAlgorithms) {
   EXPECT_EQ(leader[1].messages[0].src, 0);
   EXPECT_EQ(leader[1].messages[0].dst, 2);
   EXPECT_DOUBLE_EQ(leader[1].messages[0].bytes, 4.0 * static_cast<double>(p.at(0, 2).bytes));
+  // Rank 0's on-node peer is rank 1. Private arrays: rank 0 packs for rank 1 (and for node 1), and
+  // rank 1 unpacks what rank 0 staged. Node-shared arrays: one copy by rank 0, none by rank 1.
+  const double to_1 = static_cast<double>(p.at(0, 1).bytes), to_node_1 = static_cast<double>(p.at(0, 2).bytes + p.at(0, 3).bytes);
+  const double self_0 = static_cast<double>(p.at(0, 0).bytes);
+  EXPECT_DOUBLE_EQ(leader[0].local_bytes[0], self_0 + to_1 + to_node_1);
+  const double into_1 = static_cast<double>(p.at(0, 1).bytes + p.at(2, 1).bytes + p.at(3, 1).bytes);
+  EXPECT_DOUBLE_EQ(leader[2].local_bytes[1], into_1);
+  o.node_shared_buffers = true;
+  const auto shared = schedule("node_leader", p, o);
+  EXPECT_DOUBLE_EQ(shared[0].local_bytes[0], self_0 + to_1 + to_node_1);
+  EXPECT_DOUBLE_EQ(shared[2].local_bytes[1], static_cast<double>(p.at(2, 1).bytes + p.at(3, 1).bytes));
   EXPECT_THROW(schedule("no_such_algorithm", p, o), std::invalid_argument);
 
   // Costs add phase by phase: local_remap's local work is pack + unpack of every byte.
