@@ -1,5 +1,6 @@
 #include "collectives/alltoallw.hpp"
 
+#include "collectives/algorithms/native.hpp"
 #include "collectives/mpi_error.hpp"
 
 #include <stdexcept>
@@ -38,6 +39,17 @@ AlltoallwComm check_alltoallw_args(const AlltoallwArgs& a, std::string_view algo
       throw std::invalid_argument(who + ": sendtypes[" + std::to_string(p) + "] is MPI_DATATYPE_NULL");
   }
   return c;
+}
+
+void AlltoallwAlgorithm::run(const AlltoallwArgs& args) {
+  const AlltoallwComm comm = check_alltoallw_args(args, name());
+  if (comm.inter && !handles_intercommunicators()) {
+    path_ = "native (intercommunicator)";
+    native_alltoallw(args);
+    return;
+  }
+  path_ = std::string(name());
+  exchange(args, comm);
 }
 
 }  // namespace tb

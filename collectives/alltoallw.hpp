@@ -1,14 +1,18 @@
 // The Alltoallw algorithm interface.
 //
-// Every algorithm in collectives/ implements MPI_Alltoallw with exactly MPI's semantics: the
-// arguments below are MPI_Alltoallw's, displacements are in bytes, and each (count, type) pair
-// sent to a peer must match the peer's receive pair in type signature. Algorithms may keep state
-// between calls (buffers, caches) and are therefore objects; a plan owns the algorithm it runs.
+// Every algorithm in collectives/algorithms/ implements MPI_Alltoallw with exactly MPI's
+// semantics: the arguments below are MPI_Alltoallw's, displacements are in bytes, and each
+// (count, type) pair sent to a peer must match the peer's receive pair in type signature.
+// Algorithms may keep state between calls (buffers, caches) and are therefore objects; a plan
+// owns the algorithm it runs.
+//
+// The base class does what every algorithm shares, once: run() validates the arguments as MPI
+// would, hands intercommunicators to the library's own MPI_Alltoallw (unless the algorithm
+// handles them), resets the path to the algorithm's name, then calls the algorithm's exchange().
 #pragma once
 
 #include <mpi.h>
 
-#include <memory>
 #include <string>
 #include <string_view>
 
@@ -27,6 +31,14 @@ struct AlltoallwArgs {
   MPI_Comm comm = MPI_COMM_NULL;
 };
 
+// The communicator of a call: its size (the remote group's for an intercommunicator), this
+// process's rank, and its kind.
+struct AlltoallwComm {
+  int size = 0;
+  int rank = 0;
+  bool inter = false;
+};
+
 class AlltoallwAlgorithm {
  public:
   virtual ~AlltoallwAlgorithm() = default;
@@ -36,17 +48,26 @@ class AlltoallwAlgorithm {
 
   // Performs one Alltoallw. Collective over args.comm. Throws tb::MpiError (or
   // std::invalid_argument for arguments MPI would reject) on failure.
-  virtual void run(const AlltoallwArgs& args) = 0;
+  void run(const AlltoallwArgs& args);
 
-  // Which path the last run() took: the algorithm's name when it ran itself, otherwise what it
-  // delegated to and why (e.g. "native (intercommunicator)"). Tools print it; tests assert it.
-  virtual std::string last_path() const { return std::string(name()); }
-};
+  // Which path the last run() took: the algorithm's name, refined by the algorithm (e.g.
+  // "pairwise (in place)"), or what it delegated to and why ("native (intercommunicator)").
+  // Tools print it; tests assert it.
+  const std::string& last_path() const { return path_; }
 
-struct AlltoallwComm {
-  int size = 0;
-  int rank = 0;
-  bool inter = false;
+ protected:
+  // The algorithm proper: arguments already checked, and an intracommunicator unless
+  // handles_intercommunicators() says otherwise.
+  virtual void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) = 0;
+
+  // Algorithms that run intercommunicators themselves (native) return true.
+  virtual bool handles_intercommunicators() const { return false; }
+
+  // Names the path this call takes; run() has set it to name() before exchange().
+  void set_path(std::string path) { path_ = std::move(path); }
+
+ private:
+  std::string path_;
 };
 
 // Checks what MPI_Alltoallw would reject (null communicator, null argument arrays, negative

@@ -1,6 +1,7 @@
 #include "collectives/node_layout.hpp"
 
 #include "collectives/mpi_error.hpp"
+#include "collectives/settings.hpp"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -18,20 +19,10 @@ int free_layout(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-int positive_env(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return 0;
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (*end != '\0' || v < 1 || v > 1 << 20)
-    throw std::invalid_argument(std::string(name) + "='" + text + "' is not a positive integer");
-  return static_cast<int>(v);
-}
-
 // The virtual node id of `rank` among `size`, or -1 when no emulation is asked for.
 int virtual_node(int rank, int size, std::string& source) {
-  const int per_node = positive_env("TB_RANKS_PER_NODE");
-  const int num_nodes = positive_env("TB_NUM_NODES");
+  const int per_node = settings().ranks_per_node.get();
+  const int num_nodes = settings().num_nodes.get();
   if (per_node > 0 && num_nodes > 0)
     throw std::invalid_argument("set TB_RANKS_PER_NODE or TB_NUM_NODES, not both");
   if (per_node > 0) {
@@ -39,11 +30,9 @@ int virtual_node(int rank, int size, std::string& source) {
     return rank / per_node;
   }
   if (num_nodes > 0) {
-    const char* order = std::getenv("TB_NODE_ORDER");
-    const std::string o = order ? order : "block";
-    source = "TB_NUM_NODES=" + std::to_string(num_nodes) + " (" + o + ")";
-    if (o == "round-robin") return rank % num_nodes;
-    if (o != "block") throw std::invalid_argument("TB_NODE_ORDER='" + o + "': use block or round-robin");
+    const bool round_robin = settings().node_order.get() == NodeOrder::round_robin;
+    source = "TB_NUM_NODES=" + std::to_string(num_nodes) + (round_robin ? " (round-robin)" : " (block)");
+    if (round_robin) return rank % num_nodes;
     // Blocks as even as possible: the first size mod K nodes get one rank more.
     const int base = size / num_nodes, extra = size % num_nodes;
     const int cut = extra * (base + 1);

@@ -1,5 +1,7 @@
 #include "collectives/pack.hpp"
 
+#include "collectives/settings.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -15,26 +17,12 @@ namespace {
 
 // Large copies bypass the cache with non-temporal (streaming) stores: a destination that does
 // not fit in cache is then written once instead of read-for-ownership and written back, which
-// is most of the gap between a copy of strided blocks and one big memcpy (measured in
-// tb-bench-pack: 2 KiB blocks with 2 KiB gaps run at about 60% of memcpy with ordinary stores).
-enum class Streaming { automatic, never, always };
-
-Streaming streaming_setting() {
-  static const Streaming value = [] {
-    const char* env = std::getenv("TB_STREAMING_STORES");
-    const std::string v = env != nullptr ? env : "auto";
-    if (v == "never") return Streaming::never;
-    if (v == "always") return Streaming::always;
-    if (v != "auto") throw std::invalid_argument("TB_STREAMING_STORES='" + v + "': use auto, never or always");
-    return Streaming::automatic;
-  }();
-  return value;
-}
-
+// is most of the gap between a copy of strided blocks and one big memcpy (tb-bench-pack
+// measures both kinds of store).
 bool use_streaming(std::int64_t total_bytes) {
-  switch (streaming_setting()) {
-    case Streaming::never: return false;
-    case Streaming::always: return true;
+  switch (settings().streaming_stores.get()) {
+    case StreamingStores::never: return false;
+    case StreamingStores::always: return true;
     default: return total_bytes >= kStreamingCopyBytes;
   }
 }

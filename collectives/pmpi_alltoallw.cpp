@@ -14,6 +14,7 @@
 // Internally only PMPI_* entry points are used, so the library never recurses into itself.
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
+#include "collectives/settings.hpp"
 #include "collectives/type_layout.hpp"
 
 #include <nlohmann/json.hpp>
@@ -53,9 +54,10 @@ int world_rank() {
 
 void init(State& s) {
   s.initialised = true;
-  if (const char* v = std::getenv("TB_ALLTOALLW_VERBOSE")) s.verbose = std::atoi(v);
-  if (const char* v = std::getenv("TB_ALLTOALLW_RECORD")) s.record_path = v;
   try {
+    tb::check_settings();
+    s.verbose = tb::settings().alltoallw_verbose.get();
+    s.record_path = tb::settings().alltoallw_record.get();
     s.algorithm = tb::make_alltoallw();
   } catch (const std::exception& e) {
     s.error = e.what();

@@ -1,70 +1,91 @@
 #include "collectives/registry.hpp"
 
-#include "collectives/native.hpp"
-#include "collectives/node_leader.hpp"
-#include "collectives/pack_alltoallv.hpp"
-#include "collectives/pairwise.hpp"
-#if TB_HAVE_UCX
-#include "collectives/ucx_zcopy.hpp"
-#endif
+#include "collectives/settings.hpp"
 
-#include <array>
-#include <cstdlib>
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 namespace tb {
 namespace {
 
-template <class Algorithm>
-std::unique_ptr<AlltoallwAlgorithm> make() {
-  return std::make_unique<Algorithm>();
+struct Registry {
+  std::vector<AlltoallwAlgorithmInfo> algorithms;
+  std::vector<std::string> errors;  // duplicate names, reported on first use
+  bool plugins_loaded = false;
+};
+
+// Constructed on first use: registrations run during static initialisation, in any order.
+Registry& registry() {
+  static Registry r;
+  return r;
 }
 
-const std::array kAlgorithms{
-    AlltoallwAlgorithmInfo{"native", "the MPI library's own MPI_Alltoallw (PMPI_Alltoallw)", &make<NativeAlltoallw>},
-    AlltoallwAlgorithmInfo{"pairwise", "P-1 Sendrecv steps on the user's datatypes, self block copied locally",
-                           &make<PairwiseAlltoallw>},
-    AlltoallwAlgorithmInfo{"pack_alltoallv", "own packer from flattened block lists + MPI_Alltoallv of bytes",
-                           &make<PackAlltoallv>},
-    AlltoallwAlgorithmInfo{"node_leader",
-                           "on-node data through shared memory, one aggregated message per node pair via leaders",
-                           &make<NodeLeaderAlltoallw>},
-#if TB_HAVE_UCX
-    AlltoallwAlgorithmInfo{"ucx_zcopy", "receiver-driven UCX gets of every contiguous piece, sender array to receiver array",
-                           &make<UcxZcopyAlltoallw>},
-#endif
-};
+void load_plugins(Registry& r) {
+  r.plugins_loaded = true;
+  for (const std::string& path : settings().algorithm_plugins.get()) {
+    if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      const char* why = dlerror();
+      r.errors.push_back("TB_ALGORITHM_PLUGINS: cannot load '" + path + "': " + (why ? why : "unknown error"));
+    }
+  }
+  // Native first (the reference), then by name, whatever order the files were initialised in.
+  std::sort(r.algorithms.begin(), r.algorithms.end(), [](const auto& a, const auto& b) {
+    return (a.name != "native") == (b.name != "native") ? a.name < b.name : a.name == "native";
+  });
+}
+
+const Registry& loaded_registry() {
+  Registry& r = registry();
+  if (!r.plugins_loaded) load_plugins(r);
+  if (!r.errors.empty()) throw std::invalid_argument(r.errors.front());
+  return r;
+}
 
 }  // namespace
 
-std::span<const AlltoallwAlgorithmInfo> alltoallw_algorithms() { return kAlgorithms; }
+AlltoallwRegistration::AlltoallwRegistration(const AlltoallwAlgorithmInfo& info) {
+  Registry& r = registry();
+  const bool taken =
+      std::any_of(r.algorithms.begin(), r.algorithms.end(), [&](const auto& a) { return a.name == info.name; });
+  if (taken) {
+    r.errors.push_back("two Alltoallw algorithms are registered as '" + std::string(info.name) + "'");
+    return;
+  }
+  r.algorithms.push_back(info);
+}
+
+std::span<const AlltoallwAlgorithmInfo> alltoallw_algorithms() { return loaded_registry().algorithms; }
+
+const AlltoallwAlgorithmInfo* find_alltoallw(std::string_view name) {
+  for (const auto& info : alltoallw_algorithms())
+    if (info.name == name) return &info;
+  return nullptr;
+}
 
 std::string default_alltoallw_name() {
-  const char* env = std::getenv("TB_ALLTOALLW");
-  return (env != nullptr && *env != '\0') ? std::string(env) : std::string("native");
+  const std::string& chosen = settings().alltoallw.get();
+  return chosen.empty() ? std::string("native") : chosen;
 }
 
-bool is_alltoallw_algorithm(std::string_view name) {
-  for (const auto& info : kAlgorithms)
-    if (info.name == name) return true;
-  return false;
-}
+bool is_alltoallw_algorithm(std::string_view name) { return find_alltoallw(name) != nullptr; }
 
 std::unique_ptr<AlltoallwAlgorithm> make_alltoallw(std::string_view name) {
   const std::string chosen = name.empty() ? default_alltoallw_name() : std::string(name);
-  for (const auto& info : kAlgorithms)
-    if (info.name == chosen) return info.make();
+  if (const auto* info = find_alltoallw(chosen)) return info->make();
   std::string known;
-  for (const auto& info : kAlgorithms) known += (known.empty() ? "" : ", ") + std::string(info.name);
+  for (const auto& info : alltoallw_algorithms()) known += (known.empty() ? "" : ", ") + std::string(info.name);
   std::string origin = name.empty() ? " (from TB_ALLTOALLW)" : "";
   throw std::invalid_argument("unknown Alltoallw algorithm '" + chosen + "'" + origin + "; registered: " + known);
 }
 
 std::string alltoallw_algorithm_list() {
   std::string text;
-  for (const auto& info : kAlgorithms) {
+  for (const auto& info : alltoallw_algorithms()) {
     std::string name(info.name);
-    name.resize(16, ' ');
+    name.resize(std::max<std::size_t>(name.size() + 2, 16), ' ');
     text += name + std::string(info.summary) + "\n";
   }
   return text;

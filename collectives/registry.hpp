@@ -1,6 +1,10 @@
-// The registry of Alltoallw algorithms: every tool, plan and the PMPI library select from it by
-// name. The table lives in registry.cpp (one line per algorithm, like FFTW's solver table);
-// adding an algorithm means adding its file and its line there.
+// The registry of Alltoallw algorithms: the one list every tool, plan, test, the PMPI library
+// and the cost model take their algorithms from.
+//
+// An algorithm registers itself from its own file with one AlltoallwRegistration object (like
+// FFTW's solver table, but filled by the solvers): adding an algorithm is adding its .hpp/.cpp
+// pair to collectives/algorithms/. Algorithms built outside the testbed register the same way
+// from a shared library named in TB_ALGORITHM_PLUGINS, loaded on the registry's first use.
 #pragma once
 
 #include "collectives/alltoallw.hpp"
@@ -16,12 +20,33 @@ struct AlltoallwAlgorithmInfo {
   std::string_view name;
   std::string_view summary;  // one line: what it does
   std::unique_ptr<AlltoallwAlgorithm> (*make)();
+  // How fpga_transport costs it: the name of one of its schedules (fpga_transport/schedules.hpp),
+  // usually the algorithm's own; or empty, with `not_modelled` saying why.
+  std::string_view cost_schedule;
+  std::string_view not_modelled;
 };
 
-// Every registered algorithm, in a fixed order ("native" first).
+// The `make` of an algorithm class with a default constructor.
+template <class Algorithm>
+std::unique_ptr<AlltoallwAlgorithm> make_algorithm() {
+  return std::make_unique<Algorithm>();
+}
+
+// Registers `info` at static initialisation; define one at namespace scope in the algorithm's
+// file. A second algorithm of the same name is an error reported on the registry's first use.
+class AlltoallwRegistration {
+ public:
+  explicit AlltoallwRegistration(const AlltoallwAlgorithmInfo& info);
+};
+
+// Every registered algorithm: "native" first, then by name. Loads TB_ALGORITHM_PLUGINS on first
+// use. Throws std::invalid_argument when a plugin cannot be loaded or a name is registered twice.
 std::span<const AlltoallwAlgorithmInfo> alltoallw_algorithms();
 
-// The algorithm a plan uses when none is named: $TB_ALLTOALLW if set and non-empty, else "native".
+// The registered algorithm called `name`, or nullptr.
+const AlltoallwAlgorithmInfo* find_alltoallw(std::string_view name);
+
+// The algorithm a plan uses when none is named: TB_ALLTOALLW if set, else "native".
 std::string default_alltoallw_name();
 
 // Creates the named algorithm; an empty name means default_alltoallw_name(). Throws

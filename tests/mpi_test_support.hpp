@@ -2,6 +2,8 @@
 // no rank leaves a collective early.
 #pragma once
 
+#include "collectives/settings.hpp"
+
 #include <mpi.h>
 
 #include <cstdint>
@@ -28,7 +30,7 @@ inline std::int64_t sum_over_ranks(std::int64_t v, MPI_Comm comm = MPI_COMM_WORL
   return out;
 }
 
-// Sets an environment variable for one scope and restores what was there (or its absence).
+// Sets an environment variable for one scope (and re-reads the settings) and restores what was there (or its absence).
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
@@ -36,6 +38,7 @@ class ScopedEnv {
     had_ = old != nullptr;
     if (had_) old_ = old;
     setenv(name, value, 1);
+    reload_settings();
   }
   ~ScopedEnv() {
     if (had_) {
@@ -43,6 +46,7 @@ class ScopedEnv {
     } else {
       unsetenv(name_);
     }
+    reload_settings();
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;

@@ -31,19 +31,13 @@
 namespace tb {
 namespace {
 
-std::uint64_t seed_from_env() {
-  const char* s = std::getenv("TB_CONFORMANCE_SEED");
-  return s ? std::strtoull(s, nullptr, 10) : 20261130u;
-}
+std::uint64_t seed_from_env() { return settings().conformance_seed.get(); }
 
-bool shared_send_from_env() {
-  const char* s = std::getenv("TB_CONFORMANCE_SEND_BUFFER");
-  return s != nullptr && std::string(s) == "shared";
-}
+bool shared_send_from_env() { return settings().conformance_shared_send.get(); }
 
 int cases_from_env(int fallback) {
-  const char* s = std::getenv("TB_CONFORMANCE_CASES");
-  return s ? std::atoi(s) : fallback;
+  const int cases = settings().conformance_cases.get();
+  return cases > 0 ? cases : fallback;
 }
 
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {

@@ -7,6 +7,7 @@
 // back. Cases: c2c and r2c, d = 2, 3, 4, uneven shapes (some with ranks holding nothing), slab,
 // pencil and 3-D grids, float and double, at whatever rank count ctest runs.
 #include "collectives/registry.hpp"
+#include "collectives/settings.hpp"
 #include "fft/parallel_fft.hpp"
 #include "fft/plane_waves.hpp"
 #include "mpi_test_support.hpp"
@@ -30,8 +31,7 @@ using test::world_size;
 
 std::uint64_t test_seed() {
   static const std::uint64_t seed = [] {
-    const char* s = std::getenv("TB_FFT_TEST_SEED");
-    const std::uint64_t v = s ? std::strtoull(s, nullptr, 10) : 20261130;
+    const std::uint64_t v = settings().fft_test_seed.get();
     if (world_rank() == 0) std::printf("test_fft: seed %llu (set TB_FFT_TEST_SEED to change)\n", static_cast<unsigned long long>(v));
     return v;
   }();

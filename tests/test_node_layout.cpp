@@ -85,9 +85,7 @@ TEST(NodeLayout, FreedWithItsCommunicatorAndRebuiltOnANewOne) {
 }
 
 TEST(NodeLayout, MalformedSettingsAreNamed) {
-  const char* saved = std::getenv("TB_RANKS_PER_NODE");
-  const std::string keep = saved ? saved : "";
-  setenv("TB_RANKS_PER_NODE", "two", 1);
+  test::ScopedEnv bad("TB_RANKS_PER_NODE", "two");
   MPI_Comm dup;
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
   try {
@@ -97,11 +95,6 @@ TEST(NodeLayout, MalformedSettingsAreNamed) {
     EXPECT_NE(std::string(e.what()).find("TB_RANKS_PER_NODE"), std::string::npos) << e.what();
   }
   MPI_Comm_free(&dup);
-  if (saved) {
-    setenv("TB_RANKS_PER_NODE", keep.c_str(), 1);
-  } else {
-    unsetenv("TB_RANKS_PER_NODE");
-  }
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // node_leader beyond the random conformance suite: which path ran (staged or single-copy,
 // aggregated inter-node messages), the staging window's caching, leader selection, and errors
 // that are reported without hanging. Run on one node and on virtual nodes (see CMakeLists.txt).
-#include "collectives/native.hpp"
+#include "collectives/algorithms/native.hpp"
 #include "collectives/node_layout.hpp"
-#include "collectives/node_leader.hpp"
+#include "collectives/algorithms/node_leader.hpp"
 #include "collectives/node_shared_buffer.hpp"
 #include "mpi_test_support.hpp"
 

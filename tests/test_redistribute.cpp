@@ -269,22 +269,23 @@ TEST(Registry, NativeIsListedAndUnknownNamesAreRejected) {
 }
 
 TEST(Registry, TbAlltoallwChoosesTheDefault) {
-  const char* saved = std::getenv("TB_ALLTOALLW");
-  const std::string keep = saved ? saved : "";
-  setenv("TB_ALLTOALLW", "native", 1);
-  EXPECT_EQ(make_alltoallw()->name(), "native");
-  setenv("TB_ALLTOALLW", "bogus", 1);
-  try {
-    auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
-    Pencil in(grid, {4, 4}, 1);
-    SubarrayRedistribution plan(in, in.realigned(0), ElementType::f32);
-    ADD_FAILURE() << "TB_ALLTOALLW=bogus accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("TB_ALLTOALLW"), std::string::npos) << e.what();
+  {
+    test::ScopedEnv chosen("TB_ALLTOALLW", "native");
+    EXPECT_EQ(make_alltoallw()->name(), "native");
   }
-  unsetenv("TB_ALLTOALLW");
+  {
+    test::ScopedEnv chosen("TB_ALLTOALLW", "bogus");
+    try {
+      auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
+      Pencil in(grid, {4, 4}, 1);
+      SubarrayRedistribution plan(in, in.realigned(0), ElementType::f32);
+      ADD_FAILURE() << "TB_ALLTOALLW=bogus accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("TB_ALLTOALLW"), std::string::npos) << e.what();
+    }
+  }
+  test::ScopedEnv unset("TB_ALLTOALLW", "");
   EXPECT_EQ(default_alltoallw_name(), "native");
-  if (saved) setenv("TB_ALLTOALLW", keep.c_str(), 1);
 }
 
 }  // namespace

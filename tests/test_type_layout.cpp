@@ -3,6 +3,7 @@
 // what MPI_Unpack leaves (gaps included); copy_typed() must match a Sendrecv to self.
 #include "collectives/pack.hpp"
 #include "collectives/type_layout.hpp"
+#include "collectives/settings.hpp"
 #include "mpi_test_support.hpp"
 #include "random_types.hpp"
 
@@ -14,10 +15,7 @@
 namespace tb {
 namespace {
 
-std::uint64_t seed_from_env() {
-  const char* s = std::getenv("TB_CONFORMANCE_SEED");
-  return s ? std::strtoull(s, nullptr, 10) : 20261130u;
-}
+std::uint64_t seed_from_env() { return settings().conformance_seed.get(); }
 
 void span_of(MPI_Datatype t, int count, MPI_Aint& lo, MPI_Aint& hi) {
   std::int64_t l = 0, h = 0;
@@ -77,7 +75,7 @@ TEST(TypeLayout, IsCachedOnTheDatatype) {
 
 TEST(TypeLayout, RandomTypesPackAndUnpackExactlyAsMpi) {
   const std::uint64_t seed = seed_from_env() + static_cast<std::uint64_t>(test::world_rank());
-  const int cases = std::getenv("TB_CONFORMANCE_CASES") ? std::atoi(std::getenv("TB_CONFORMANCE_CASES")) : 300;
+  const int cases = settings().conformance_cases.get() > 0 ? settings().conformance_cases.get() : 300;
   if (test::world_rank() == 0)
     std::printf("[ seed ] TB_CONFORMANCE_SEED=%llu (+ rank), %d cases\n", static_cast<unsigned long long>(seed_from_env()),
                 cases);

@@ -2,8 +2,8 @@
 // the registration cache across calls on the same buffers, rkeys sent once, zero-size peers,
 // the state's life with its communicator, and a clear error for a transport that cannot work.
 // Run under several TB_UCX_TLS settings (see CMakeLists.txt).
-#include "collectives/native.hpp"
-#include "collectives/ucx_zcopy.hpp"
+#include "collectives/algorithms/native.hpp"
+#include "collectives/algorithms/ucx_zcopy.hpp"
 #include "mpi_test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -10,10 +10,9 @@
 // Each peer's block must fit MPI's int counts; larger calls are rejected with a clear error.
 //
 // MPI_IN_PLACE is supported (pack from the receive buffer, exchange, unpack into it).
-// Intercommunicators are delegated to the native algorithm (last_path() says so).
 #pragma once
 
-#include "collectives/alltoallw.hpp"
+#include "collectives/algorithm_support.hpp"
 #include "collectives/type_layout.hpp"
 
 #include <cstddef>
@@ -26,11 +25,13 @@ namespace tb {
 class PackAlltoallv final : public AlltoallwAlgorithm {
  public:
   std::string_view name() const override { return "pack_alltoallv"; }
-  void run(const AlltoallwArgs& args) override;
-  std::string last_path() const override { return path_; }
+
+ protected:
+  void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 
  private:
-  std::string path_ = "pack_alltoallv";
+  // Per-peer sizes and flattened layouts of both sides; the self block keeps its sizes.
+  void measure(const SendSide& send, const AlltoallwArgs& args, int size);
   std::vector<std::byte> send_, recv_;
   std::vector<int> scounts_, sdispls_, rcounts_, rdispls_;
   std::vector<std::shared_ptr<const TypeLayout>> slayout_, rlayout_;

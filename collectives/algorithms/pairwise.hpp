@@ -10,8 +10,7 @@
 // overloads the network or the receive queues; loses on small messages (P-1 latencies).
 //
 // MPI_IN_PLACE: steps pair rank r with (k - r) mod P, so each step sends and receives the same
-// region, with MPI_Sendrecv_replace. Intercommunicators are delegated to the native algorithm
-// (last_path() says so). Traffic runs on a cached duplicate of the communicator.
+// region, with MPI_Sendrecv_replace. Traffic runs on a cached duplicate of the communicator.
 #pragma once
 
 #include "collectives/alltoallw.hpp"
@@ -21,11 +20,9 @@ namespace tb {
 class PairwiseAlltoallw final : public AlltoallwAlgorithm {
  public:
   std::string_view name() const override { return "pairwise"; }
-  void run(const AlltoallwArgs& args) override;
-  std::string last_path() const override { return path_; }
 
- private:
-  std::string path_ = "pairwise";
+ protected:
+  void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 };
 
 }  // namespace tb

@@ -1,8 +1,10 @@
-#include "collectives/node_leader.hpp"
+#include "collectives/algorithms/node_leader.hpp"
 
 #include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
-#include "collectives/native.hpp"
+#include "collectives/algorithm_support.hpp"
+#include "collectives/registry.hpp"
+#include "collectives/settings.hpp"
 #include "collectives/node_layout.hpp"
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/pack.hpp"
@@ -22,6 +24,14 @@
 namespace tb {
 namespace {
 
+const AlltoallwRegistration registration({
+    .name = "node_leader",
+    .summary = "on-node data through shared memory, one aggregated message per node pair via leaders",
+    .make = &make_algorithm<NodeLeaderAlltoallw>,
+    .cost_schedule = "node_leader",
+    .not_modelled = "",
+});
+
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -30,7 +40,6 @@ void cpu_relax() {
 
 constexpr std::int64_t kAlign = 64;             // staging slots start on cache lines
 constexpr std::int64_t kChunk = std::int64_t{1} << 30;  // leader messages go in <= 1 GiB pieces
-constexpr int kTag = 4242;
 
 std::int64_t align_up(std::int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -183,12 +192,8 @@ struct NodeState {
 };
 
 
-std::string leader_setting() {
-  const char* env = std::getenv("TB_NODE_LEADERS");
-  return env != nullptr && *env != '\0' ? std::string(env) : std::string("1");
-}
-
 NodeState* create_state(MPI_Comm comm) {
+  const NodeLeaderRule rule = settings().node_leaders.get();
   const NodeLayout& layout = node_layout(comm);
   auto state = std::make_unique<NodeState>();
   NodeState& st = *state;
@@ -203,9 +208,8 @@ NodeState* create_state(MPI_Comm comm) {
   st.node = layout.node;
 
   // Who leads on my node.
-  const std::string rule = leader_setting();
   std::vector<int> lead(static_cast<std::size_t>(st.L), 0);
-  if (rule == "numa") {
+  if (rule.numa) {
     const int mine = numa_domain();
     std::vector<int> domains(static_cast<std::size_t>(st.L));
     TB_MPI_CHECK(PMPI_Allgather(&mine, 1, MPI_INT, domains.data(), 1, MPI_INT, st.shm));
@@ -213,13 +217,9 @@ NodeState* create_state(MPI_Comm comm) {
       lead[l] = std::find(domains.begin(), domains.end(), domains[l]) - domains.begin() == l;
     st.leader_rule = "numa (hwloc)";
   } else {
-    char* end = nullptr;
-    const long k = std::strtol(rule.c_str(), &end, 10);
-    if (*end != '\0' || k < 1 || k > INT_MAX)
-      throw std::invalid_argument("TB_NODE_LEADERS='" + rule + "': use a positive integer or numa");
-    const int leaders = static_cast<int>(std::min<long>(k, st.L));
+    const int leaders = std::min(rule.per_node, st.L);
     for (int i = 0; i < leaders; ++i) lead[static_cast<std::size_t>(i) * st.L / leaders] = 1;
-    st.leader_rule = k == 1 ? "first rank" : std::to_string(k) + " per node";
+    st.leader_rule = rule.per_node == 1 ? "first rank" : std::to_string(rule.per_node) + " per node";
   }
 
   // Every rank learns every rank's node, local index, leader role and process id.
@@ -273,8 +273,6 @@ NodeState* find_state(MPI_Comm comm) { return CommCache<NodeState>::find(comm); 
 
 NodeState& node_state(MPI_Comm comm) { return CommCache<NodeState>::get(comm, create_state); }
 
-const std::byte* at(const void* buf, int displ) { return static_cast<const std::byte*>(buf) + displ; }
-std::byte* at(void* buf, int displ) { return static_cast<std::byte*>(buf) + displ; }
 
 void note(std::string& error, const std::string& text) {
   if (error.empty()) error = text;
@@ -308,13 +306,8 @@ NodeLeaderStats node_leader_stats(MPI_Comm comm) {
   return s;
 }
 
-void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
-  const AlltoallwComm c = check_alltoallw_args(a, name());
-  if (delegate_intercommunicator(a, c, path_)) return;
-  const char* copy_env = std::getenv("TB_NODE_LEADER_COPY");
-  const std::string copy_mode = copy_env != nullptr && *copy_env != '\0' ? copy_env : "auto";
-  if (copy_mode != "auto" && copy_mode != "staged")
-    throw std::invalid_argument("TB_NODE_LEADER_COPY='" + copy_mode + "': use auto or staged");
+void NodeLeaderAlltoallw::exchange(const AlltoallwArgs& a, const AlltoallwComm&) {
+  const NodeLeaderCopy copy_mode = settings().node_leader_copy.get();
 
   NodeState& st = node_state(a.comm);
   const bool in_place = a.sendbuf == MPI_IN_PLACE;
@@ -325,7 +318,7 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
   const int P = st.P, me = st.rank, lm = st.lm, L = st.L, N = st.nodes, node = st.node;
   const auto& local = st.members[node];
   const int par = static_cast<int>(++st.calls & 1);
-  const bool direct_allowed = copy_mode == "auto" && !in_place;
+  const bool direct_allowed = copy_mode == NodeLeaderCopy::automatic && !in_place;
   std::string error;  // the first inconsistency seen; thrown after the protocol completes
 
   // 1. Publish both sides of every peer, and where my arrays are readable by on-node peers.
@@ -508,8 +501,8 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
     for (std::int64_t done = 0; done < bytes; done += kChunk) {
       const int n = static_cast<int>(std::min(kChunk, bytes - done));
       MPI_Request req = MPI_REQUEST_NULL;
-      const int rc = send ? PMPI_Isend(buf + done, n, MPI_BYTE, peer_rank, kTag, st.peers, &req)
-                          : PMPI_Irecv(buf + done, n, MPI_BYTE, peer_rank, kTag, st.peers, &req);
+      const int rc = send ? PMPI_Isend(buf + done, n, MPI_BYTE, peer_rank, tags::node_leader, st.peers, &req)
+                          : PMPI_Irecv(buf + done, n, MPI_BYTE, peer_rank, tags::node_leader, st.peers, &req);
       if (rc != MPI_SUCCESS) {
         note(leader_error, std::string(send ? "MPI_Isend" : "MPI_Irecv") + " failed: " + mpi_error_string(rc));
         continue;
@@ -642,8 +635,8 @@ void NodeLeaderAlltoallw::run(const AlltoallwArgs& a) {
   add(n_pull, "single-copy pull");
   add(n_staged, "staged");
   if (on_node.empty()) on_node = "none";
-  path_ = std::string("node_leader (") + (in_place ? "in place; " : "") + "on-node: " + on_node +
-          "; inter-node: " + std::to_string(messages) + " aggregated message" + (messages == 1 ? "" : "s") + ")";
+  set_path(std::string("node_leader (") + (in_place ? "in place; " : "") + "on-node: " + on_node +
+          "; inter-node: " + std::to_string(messages) + " aggregated message" + (messages == 1 ? "" : "s") + ")");
   if (!error.empty()) throw std::invalid_argument(error);
 }
 

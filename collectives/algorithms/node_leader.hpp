@@ -57,11 +57,11 @@ namespace tb {
 class NodeLeaderAlltoallw final : public AlltoallwAlgorithm {
  public:
   std::string_view name() const override { return "node_leader"; }
-  void run(const AlltoallwArgs& args) override;
-  std::string last_path() const override { return path_; }
+
+ protected:
+  void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 
  private:
-  std::string path_ = "node_leader";
   std::vector<std::shared_ptr<const TypeLayout>> slayout_, rlayout_;
   std::vector<std::int64_t> offsets_, out_base_, out_size_, in_base_, in_size_, list_at_, expected_;
   std::vector<MPI_Request> requests_;

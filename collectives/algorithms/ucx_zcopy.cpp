@@ -1,8 +1,10 @@
-#include "collectives/ucx_zcopy.hpp"
+#include "collectives/algorithms/ucx_zcopy.hpp"
 
 #include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
-#include "collectives/native.hpp"
+#include "collectives/algorithm_support.hpp"
+#include "collectives/registry.hpp"
+#include "collectives/settings.hpp"
 
 #include <ucp/api/ucp.h>
 
@@ -15,6 +17,14 @@
 namespace tb {
 namespace {
 
+const AlltoallwRegistration registration({
+    .name = "ucx_zcopy",
+    .summary = "receiver-driven UCX gets of every contiguous piece, sender array to receiver array",
+    .make = &make_algorithm<UcxZcopyAlltoallw>,
+    .cost_schedule = "ucx_zcopy",
+    .not_modelled = "",
+});
+
 std::string ucx_error(const char* call, ucs_status_t status) {
   return std::string("ucx_zcopy: ") + call + " failed: " + ucs_status_string(status);
 }
@@ -24,25 +34,6 @@ void check_ucx(ucs_status_t status, const char* call) {
 }
 
 constexpr std::int64_t kMaxGet = std::int64_t{1} << 20;
-
-std::int64_t pack_threshold() {
-  const char* env = std::getenv("TB_UCX_PACK_BELOW");
-  if (env == nullptr || *env == '\0') return 4096;
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  if (*end != '\0' || v < 0)
-    throw std::invalid_argument(std::string("TB_UCX_PACK_BELOW='") + env + "': use a block size in bytes (0: never pack)");
-  return v;
-}
-
-double timeout_seconds() {
-  const char* env = std::getenv("TB_UCX_TIMEOUT_S");
-  if (env == nullptr || *env == '\0') return 60.0;
-  char* end = nullptr;
-  const double v = std::strtod(env, &end);
-  if (*end != '\0' || v <= 0) throw std::invalid_argument(std::string("TB_UCX_TIMEOUT_S='") + env + "': use seconds > 0");
-  return v;
-}
 
 // What ucx_zcopy keeps per communicator.
 struct UcxState {
@@ -162,7 +153,7 @@ UcxState* create_state(MPI_Comm comm) {
   TB_MPI_CHECK(PMPI_Comm_rank(comm, &st->rank));
   TB_MPI_CHECK(PMPI_Comm_dup(comm, &st->peers));
   TB_MPI_CHECK(PMPI_Comm_set_errhandler(st->peers, MPI_ERRORS_RETURN));
-  st->timeout = timeout_seconds();
+  st->timeout = settings().ucx_timeout_s.get();
 
   // Every rank must get as far as its worker address, or report why to all: a failure on one
   // rank becomes an error on every rank (no one waits in the Allgather alone).
@@ -219,9 +210,9 @@ UcxState* create_state(MPI_Comm comm) {
   }
   st->sent_serial.assign(st->P, 0);
   st->peer_key.assign(st->P, {});
-  const char* own = std::getenv("TB_UCX_TLS");
+  const std::string& own = settings().ucx_tls.get();
   const char* tls = std::getenv("UCX_TLS");
-  st->transports = own != nullptr ? std::string("TB_UCX_TLS=") + own
+  st->transports = !own.empty() ? "TB_UCX_TLS=" + own
                    : tls != nullptr ? std::string("UCX_TLS=") + tls
                                     : "UCX's choice (TB_UCX_TLS and UCX_TLS unset)";
   return st.release();
@@ -238,8 +229,6 @@ struct Header {
   std::int64_t count, extent, size;  // instances, extent and data bytes per instance
 };
 
-const std::byte* at(const void* buf, int displ) { return static_cast<const std::byte*>(buf) + displ; }
-std::byte* at(void* buf, int displ) { return static_cast<std::byte*>(buf) + displ; }
 
 template <class Incoming>
 bool direct_wanted(const std::vector<Incoming>& incoming) {
@@ -260,9 +249,7 @@ UcxZcopyStats ucx_zcopy_stats(MPI_Comm comm) {
   return s;
 }
 
-void UcxZcopyAlltoallw::run(const AlltoallwArgs& a) {
-  const AlltoallwComm c = check_alltoallw_args(a, name());
-  if (delegate_intercommunicator(a, c, path_)) return;
+void UcxZcopyAlltoallw::exchange(const AlltoallwArgs& a, const AlltoallwComm&) {
   UcxState& st = ucx_state(a.comm);
   const int P = st.P, me = st.rank;
   const bool in_place = a.sendbuf == MPI_IN_PLACE;
@@ -301,7 +288,7 @@ void UcxZcopyAlltoallw::run(const AlltoallwArgs& a) {
   // Senders pack what they send in small blocks (one get per block would cost more than the
   // copy): average block below TB_UCX_PACK_BELOW bytes (default 4 KiB: in tb-bench's crossover
   // here packing won clearly at 1 KiB blocks and tied at 4 KiB; 0 turns packing off).
-  const std::int64_t pack_below = pack_threshold();
+  const std::int64_t pack_below = settings().ucx_pack_below.get();
   auto& sbytes = sbytes_;  // per-call tables live in the object: no allocation once warm
   auto& rbytes = rbytes_;
   auto& packed_at = packed_at_;
@@ -558,9 +545,9 @@ void UcxZcopyAlltoallw::run(const AlltoallwArgs& a) {
   if (error.empty())
     for (const Incoming& in : incoming)
       if (in.staged) unpack(staging_.data() + in.offset, a.recvcounts[in.peer], *rlayout_[in.peer], at(a.recvbuf, a.rdispls[in.peer]));
-  path_ = std::string("ucx_zcopy (") + (in_place ? "in place from a copy; " : "") + std::to_string(packed_peers) +
+  set_path(std::string("ucx_zcopy (") + (in_place ? "in place from a copy; " : "") + std::to_string(packed_peers) +
           " peers packed by the sender; " + std::to_string(direct) + " peers direct, " + std::to_string(staged) +
-          " by staged get; " + std::to_string(gets) + " gets)";
+          " by staged get; " + std::to_string(gets) + " gets)");
   if (!error.empty()) throw std::runtime_error(error);
 }
 

@@ -47,11 +47,11 @@ namespace tb {
 class UcxZcopyAlltoallw final : public AlltoallwAlgorithm {
  public:
   std::string_view name() const override { return "ucx_zcopy"; }
-  void run(const AlltoallwArgs& args) override;
-  std::string last_path() const override { return path_; }
+
+ protected:
+  void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 
  private:
-  std::string path_ = "ucx_zcopy";
   std::vector<std::shared_ptr<const TypeLayout>> slayout_, rlayout_;
   std::vector<std::byte> in_place_copy_, staging_, send_staging_;
   MergedCopy packer_;
