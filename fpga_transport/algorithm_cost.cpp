@@ -1,15 +1,12 @@
 #include "fpga_transport/algorithm_cost.hpp"
 
+#include "collectives/registry.hpp"
+
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 namespace tb::fpga {
-
-const std::vector<std::string>& modelled_algorithms() {
-  static const std::vector<std::string> names{"native", "pairwise", "pack_alltoallv", "node_leader", "ucx_zcopy",
-                                              "local_remap"};
-  return names;
-}
 
 namespace {
 
@@ -48,109 +45,158 @@ void self_copies(Phase& p, const CommPattern& pat) {
   }
 }
 
-}  // namespace
+std::vector<Phase> native_schedule(const CommPattern& pat, const ScheduleOptions&) {
+  const int n = pat.ranks();
+  Phase p = empty_phase("all messages at once", n);
+  p.testbed_copies = false;  // the library copies the self part too
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const auto& t = pat.at(s, d);
+      if (s == d || t.bytes == 0) continue;
+      p.messages.push_back({s, d, static_cast<double>(t.bytes)});
+      library_pack(p, s, d, t);
+    }
+  self_copies(p, pat);
+  return {std::move(p)};
+}
 
-std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pat, const ScheduleOptions& opt) {
+std::vector<Phase> pairwise_schedule(const CommPattern& pat, const ScheduleOptions&) {
   const int n = pat.ranks();
   std::vector<Phase> phases;
-  if (algorithm == "native") {
-    Phase p = empty_phase("all messages at once", n);
-    p.testbed_copies = false;  // the library copies the self part too
-    for (int s = 0; s < n; ++s)
-      for (int d = 0; d < n; ++d) {
-        const auto& t = pat.at(s, d);
-        if (s == d || t.bytes == 0) continue;
-        p.messages.push_back({s, d, static_cast<double>(t.bytes)});
-        library_pack(p, s, d, t);
-      }
-    self_copies(p, pat);
-    phases.push_back(std::move(p));
-  } else if (algorithm == "pairwise") {
-    Phase self = empty_phase("self copy", n);
-    self_copies(self, pat);
-    phases.push_back(std::move(self));
-    for (int k = 1; k < n; ++k) {
-      Phase p = empty_phase("step " + std::to_string(k), n);
-      for (int s = 0; s < n; ++s) {
-        const int d = (s + k) % n;
-        const auto& t = pat.at(s, d);
-        if (t.bytes == 0) continue;
-        p.messages.push_back({s, d, static_cast<double>(t.bytes)});
-        library_pack(p, s, d, t);
-      }
-      phases.push_back(std::move(p));
+  Phase self = empty_phase("self copy", n);
+  self_copies(self, pat);
+  phases.push_back(std::move(self));
+  for (int k = 1; k < n; ++k) {
+    Phase p = empty_phase("step " + std::to_string(k), n);
+    for (int s = 0; s < n; ++s) {
+      const int d = (s + k) % n;
+      const auto& t = pat.at(s, d);
+      if (t.bytes == 0) continue;
+      p.messages.push_back({s, d, static_cast<double>(t.bytes)});
+      library_pack(p, s, d, t);
     }
-  } else if (algorithm == "pack_alltoallv" || algorithm == "local_remap") {
-    Phase pack = empty_phase("pack", n), send = empty_phase("contiguous messages", n), unpack = empty_phase("unpack", n);
-    for (int s = 0; s < n; ++s)
-      for (int d = 0; d < n; ++d) {
-        const auto& t = pat.at(s, d);
-        if (t.bytes == 0) continue;
-        add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
-        add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
-        if (s != d) send.messages.push_back({s, d, static_cast<double>(t.bytes)});
-      }
-    phases.push_back(std::move(pack));
-    phases.push_back(std::move(send));
-    phases.push_back(std::move(unpack));
-  } else if (algorithm == "node_leader") {
-    const int r = std::max(1, opt.ranks_per_node);
-    auto node = [&](int rank) { return rank / r; };
-    const int nodes = (n + r - 1) / r;
-    Phase on_node = empty_phase("on-node copies + pack for other nodes", n);
-    Phase leaders = empty_phase("one aggregated message per node pair", n);
-    Phase unpack = empty_phase("unpack from staging", n);
-    std::vector<double> between(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nodes), 0.0);
-    for (int s = 0; s < n; ++s)
-      for (int d = 0; d < n; ++d) {
-        const auto& t = pat.at(s, d);
-        if (t.bytes == 0) continue;
-        if (s == d || (node(s) == node(d) && opt.node_shared_buffers)) {  // one copy
-          add_local(on_node, s, static_cast<double>(t.bytes), static_cast<double>(std::max(t.send_blocks, t.recv_blocks)));
-        } else if (node(s) == node(d)) {  // through the node's staging
-          add_local(on_node, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
-          add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
-        } else {
-          add_local(on_node, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
-          add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
-          between[static_cast<std::size_t>(node(s) * nodes + node(d))] += static_cast<double>(t.bytes);
-        }
-      }
-    for (int a = 0; a < nodes; ++a)
-      for (int b = 0; b < nodes; ++b)
-        if (a != b && between[static_cast<std::size_t>(a * nodes + b)] > 0)
-          leaders.messages.push_back({a * r, b * r, between[static_cast<std::size_t>(a * nodes + b)]});
-    phases.push_back(std::move(on_node));
-    phases.push_back(std::move(leaders));
-    phases.push_back(std::move(unpack));
-  } else if (algorithm == "ucx_zcopy") {
-    Phase pack = empty_phase("pack small-block peers", n), send = empty_phase("zero-copy gets and packed messages", n),
-          unpack = empty_phase("unpack small-block peers", n);
-    self_copies(pack, pat);
-    for (int s = 0; s < n; ++s)
-      for (int d = 0; d < n; ++d) {
-        const auto& t = pat.at(s, d);
-        if (s == d || t.bytes == 0) continue;
-        const double average = static_cast<double>(t.bytes) / static_cast<double>(std::max<std::int64_t>(1, t.send_blocks));
-        if (average >= opt.pack_below_bytes) {
-          const std::int64_t pieces = std::max<std::int64_t>(1, std::min(t.send_blocks, t.recv_blocks));
-          for (std::int64_t i = 0; i < pieces; ++i)
-            send.messages.push_back({s, d, static_cast<double>(t.bytes) / static_cast<double>(pieces)});
-        } else {
-          add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
-          send.messages.push_back({s, d, static_cast<double>(t.bytes)});
-          if (t.recv_blocks > 1) add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
-        }
-      }
-    phases.push_back(std::move(pack));
-    phases.push_back(std::move(send));
-    phases.push_back(std::move(unpack));
-  } else {
-    std::string names;
-    for (const auto& a : modelled_algorithms()) names += (names.empty() ? "" : ", ") + a;
-    throw std::invalid_argument("no cost model for algorithm '" + algorithm + "' (modelled: " + names + ")");
+    phases.push_back(std::move(p));
   }
   return phases;
+}
+
+std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const ScheduleOptions&) {
+  const int n = pat.ranks();
+  Phase pack = empty_phase("pack", n), send = empty_phase("contiguous messages", n), unpack = empty_phase("unpack", n);
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const auto& t = pat.at(s, d);
+      if (t.bytes == 0) continue;
+      add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
+      add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
+      if (s != d) send.messages.push_back({s, d, static_cast<double>(t.bytes)});
+    }
+  return {std::move(pack), std::move(send), std::move(unpack)};
+}
+
+std::vector<Phase> node_leader_schedule(const CommPattern& pat, const ScheduleOptions& opt) {
+  const int n = pat.ranks();
+  const int per_node = std::max(1, opt.ranks_per_node);
+  auto node = [&](int rank) { return rank / per_node; };
+  const int nodes = (n + per_node - 1) / per_node;
+  Phase on_node = empty_phase("on-node copies + pack for other nodes", n);
+  Phase leaders = empty_phase("one aggregated message per node pair", n);
+  Phase unpack = empty_phase("unpack from staging", n);
+  std::vector<double> between(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nodes), 0.0);
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const auto& t = pat.at(s, d);
+      if (t.bytes == 0) continue;
+      const auto bytes = static_cast<double>(t.bytes);
+      if (s == d || (node(s) == node(d) && opt.node_shared_buffers)) {  // one copy
+        add_local(on_node, s, bytes, static_cast<double>(std::max(t.send_blocks, t.recv_blocks)));
+        continue;
+      }
+      // Through the node's staging: packed by the sender, unpacked by the receiver.
+      add_local(on_node, s, bytes, static_cast<double>(t.send_blocks));
+      add_local(unpack, d, bytes, static_cast<double>(t.recv_blocks));
+      if (node(s) != node(d)) between[static_cast<std::size_t>(node(s) * nodes + node(d))] += bytes;
+    }
+  for (int a = 0; a < nodes; ++a)
+    for (int b = 0; b < nodes; ++b)
+      if (a != b && between[static_cast<std::size_t>(a * nodes + b)] > 0)
+        leaders.messages.push_back({a * per_node, b * per_node, between[static_cast<std::size_t>(a * nodes + b)]});
+  return {std::move(on_node), std::move(leaders), std::move(unpack)};
+}
+
+std::vector<Phase> ucx_zcopy_schedule(const CommPattern& pat, const ScheduleOptions& opt) {
+  const int n = pat.ranks();
+  Phase pack = empty_phase("pack small-block peers", n), send = empty_phase("zero-copy gets and packed messages", n),
+        unpack = empty_phase("unpack small-block peers", n);
+  self_copies(pack, pat);
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d) {
+      const auto& t = pat.at(s, d);
+      if (s == d || t.bytes == 0) continue;
+      const double average = static_cast<double>(t.bytes) / static_cast<double>(std::max<std::int64_t>(1, t.send_blocks));
+      if (average >= opt.pack_below_bytes) {
+        const std::int64_t pieces = std::max<std::int64_t>(1, std::min(t.send_blocks, t.recv_blocks));
+        for (std::int64_t i = 0; i < pieces; ++i)
+          send.messages.push_back({s, d, static_cast<double>(t.bytes) / static_cast<double>(pieces)});
+      } else {
+        add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
+        send.messages.push_back({s, d, static_cast<double>(t.bytes)});
+        if (t.recv_blocks > 1) add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
+      }
+    }
+  return {std::move(pack), std::move(send), std::move(unpack)};
+}
+
+using ScheduleFunction = std::vector<Phase> (*)(const CommPattern&, const ScheduleOptions&);
+
+// The schedules, by the name an algorithm's registration declares (AlltoallwAlgorithmInfo::
+// cost_schedule); local_remap is the redistribution baseline, not a registered algorithm.
+const std::map<std::string, ScheduleFunction, std::less<>>& schedule_table() {
+  static const std::map<std::string, ScheduleFunction, std::less<>> table{
+      {"native", &native_schedule},
+      {"pairwise", &pairwise_schedule},
+      {"pack_alltoallv", &pack_exchange_unpack_schedule},
+      {"local_remap", &pack_exchange_unpack_schedule},
+      {"node_leader", &node_leader_schedule},
+      {"ucx_zcopy", &ucx_zcopy_schedule},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, function] : schedule_table()) names.push_back(name);
+  return names;
+}
+
+std::vector<ModelledAlgorithm> algorithms_to_cost() {
+  std::vector<ModelledAlgorithm> list;
+  for (const auto& info : alltoallw_algorithms()) {
+    ModelledAlgorithm m{std::string(info.name), std::string(info.cost_schedule), std::string(info.not_modelled)};
+    if (!m.schedule.empty() && !schedule_table().contains(m.schedule)) {
+      m.not_modelled = "declares schedule '" + m.schedule + "', which fpga_transport does not have";
+      m.schedule.clear();
+    } else if (m.schedule.empty() && m.not_modelled.empty()) {
+      m.not_modelled = "its registration declares no schedule and gives no reason";
+    }
+    list.push_back(std::move(m));
+  }
+  list.push_back({"local_remap", "local_remap", ""});
+  return list;
+}
+
+std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pattern, const ScheduleOptions& options) {
+  for (const auto& m : algorithms_to_cost()) {
+    if (m.name != algorithm) continue;
+    if (m.schedule.empty()) throw std::invalid_argument("algorithm '" + algorithm + "' is not modelled: " + m.not_modelled);
+    return schedule_table().find(m.schedule)->second(pattern, options);
+  }
+  std::string names;
+  for (const auto& m : algorithms_to_cost())
+    if (!m.schedule.empty()) names += (names.empty() ? "" : ", ") + m.name;
+  throw std::invalid_argument("no cost model for algorithm '" + algorithm + "' (modelled: " + names + ")");
 }
 
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory) {

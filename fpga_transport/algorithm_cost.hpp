@@ -6,7 +6,8 @@
 // once and every rank's local work (bytes and contiguous blocks copied). A phase costs the
 // network's time for its messages plus the slowest rank's local work; phases do not overlap (no
 // algorithm here pipelines local work with communication, except what the network model itself
-// assumes). The schedules follow the implementations in collectives/:
+// assumes). Each registered algorithm names its schedule in its registration (or says why it has
+// none); the schedules follow the implementations in collectives/algorithms/:
 //   native          one phase, every message at once (MPICH and Open MPI post all isend/irecv);
 //                   a non-contiguous side is packed or unpacked by the library (MPICH's ch4:ucx
 //                   packs every non-contiguous datatype), the self part is one copy.
@@ -51,9 +52,22 @@ struct ScheduleOptions {
   bool node_shared_buffers = false;  // node_leader: the user's arrays are in node-shared memory
 };
 
-// The algorithms the model knows: native, pairwise, pack_alltoallv, node_leader, ucx_zcopy,
-// local_remap. Throws std::invalid_argument for other names.
-const std::vector<std::string>& modelled_algorithms();
+// What the model does with one algorithm: its schedule, or why it has none.
+struct ModelledAlgorithm {
+  std::string name;
+  std::string schedule;      // a name from schedule_names(); empty when not modelled
+  std::string not_modelled;  // why not, when schedule is empty
+};
+
+// Every registered algorithm, as its registration declares it (a schedule, or a reason it has
+// none; an unknown schedule name counts as not modelled, and says so), then local_remap.
+std::vector<ModelledAlgorithm> algorithms_to_cost();
+
+// The schedules the model has, by name.
+std::vector<std::string> schedule_names();
+
+// The phases of `algorithm` (a registered name, or local_remap) on `pattern`. Throws
+// std::invalid_argument for an unknown or unmodelled algorithm, naming why.
 std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pattern, const ScheduleOptions& options);
 
 struct Cost {

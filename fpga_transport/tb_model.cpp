@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   app.add_option("--network", networks,
                  "network JSON files (default: iec_ring, iec_torus, pcie_mpi_520n, pcie_mpi_520n_measured and host_calibrated in " + net_dir + ")")
       ->delimiter(',');
-  app.add_option("--algorithm", algorithms, "algorithms to cost (default: all modelled)")->delimiter(',');
+  app.add_option("--algorithm", algorithms, "algorithms to cost (default: every registered one and local_remap)")->delimiter(',');
   app.add_option("--ranks-per-node", ranks_per_node,
                  "node_leader's ranks per node (default: the network's; one per FPGA, all on one host)");
   app.add_option("--pack-below", pack_below, "ucx_zcopy's packing threshold in bytes")->capture_default_str();
@@ -116,9 +116,17 @@ int main(int argc, char** argv) {
                  "tb-bench JSON at 1 B per peer (contiguous): each algorithm's measured time there minus the "
                  "model's is added to every call as its fixed software overhead (host networks only)");
   app.add_flag("--beff", beff, "also print the model b_eff of each network at the pattern's rank count");
+  bool list = false;
+  app.add_flag("--list-algorithms", list, "print every algorithm with its schedule (or why it has none) and exit");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (list) {
+      for (const auto& m : tb::fpga::algorithms_to_cost())
+        std::printf("%-20s %s\n", m.name.c_str(),
+                    m.schedule.empty() ? ("not modelled: " + m.not_modelled).c_str() : ("schedule " + m.schedule).c_str());
+      return 0;
+    }
     tb::fpga::CommPattern pattern =
         pattern_file.empty()
             ? tb::fpga::redistribution_pattern(shape, grid, from_axis >= 0 ? from_axis : static_cast<int>(shape.size()) - 1,
@@ -128,7 +136,14 @@ int main(int argc, char** argv) {
     if (networks.empty())
       for (const char* f : {"iec_ring.json", "iec_torus.json", "pcie_mpi_520n.json", "pcie_mpi_520n_measured.json", "host_calibrated.json"})
         networks.push_back(net_dir + f);
-    if (algorithms.empty()) algorithms = tb::fpga::modelled_algorithms();
+    const auto known = tb::fpga::algorithms_to_cost();
+    std::vector<tb::fpga::ModelledAlgorithm> chosen;
+    for (const auto& m : known)
+      if (algorithms.empty() || std::find(algorithms.begin(), algorithms.end(), m.name) != algorithms.end())
+        chosen.push_back(m);
+    for (const auto& a : algorithms)
+      if (std::none_of(known.begin(), known.end(), [&](const auto& m) { return m.name == a; }))
+        throw std::invalid_argument("--algorithm " + a + ": not a registered algorithm nor local_remap");
 
     tb::fpga::MemoryModel memory;
     std::string memory_source;
@@ -200,8 +215,13 @@ int main(int argc, char** argv) {
       std::printf(" measured\n");
     }
     std::vector<std::pair<double, std::string>> best(nets.size(), {1e300, ""});
-    for (const auto& a : algorithms) {
+    for (const auto& m : chosen) {
+      const std::string& a = m.name;
       std::printf("  %-16s", a.c_str());
+      if (m.schedule.empty()) {
+        std::printf(" not modelled: %s\n", m.not_modelled.c_str());
+        continue;
+      }
       for (std::size_t i = 0; i < nets.size(); ++i) {
         so.ranks_per_node = ranks_per_node > 0 ? ranks_per_node : nets[i].ranks_per_node();
         auto c = tb::fpga::cost(tb::fpga::schedule(a, pattern, so), nets[i], memory);

@@ -218,9 +218,12 @@ void run_cases(MPI_Comm comm, int cases) {
   std::unique_ptr<NodeSharedBuffer> shared;
   if (shared_send_from_env()) shared = std::make_unique<NodeSharedBuffer>(comm, std::size_t{2} << 20);
   std::int64_t pushes = 0, pulls = 0;
-  if (test::world_rank() == 0)
-    std::printf("[ seed ] TB_CONFORMANCE_SEED=%llu, %d cases, %zu algorithms against native\n",
-                static_cast<unsigned long long>(seed), cases, others.size());
+  if (test::world_rank() == 0) {
+    std::string names;
+    for (const auto& algorithm : others) names += " " + std::string(algorithm->name());
+    std::printf("[ seed ] TB_CONFORMANCE_SEED=%llu, %d cases, %zu algorithms against native:%s\n",
+                static_cast<unsigned long long>(seed), cases, others.size(), names.c_str());
+  }
   int P = 0;
   MPI_Comm_size(comm, &P);
   for (int index = 0; index < cases; ++index) {

@@ -1,5 +1,6 @@
 // The FPGA link, topology and b_eff models pinned to hand-computed values, and the publication's
 // model figures (HPCC FPGA, Meyer et al.); the pattern of a redistribution; the schedules.
+#include "collectives/registry.hpp"
 #include "fpga_transport/algorithm_cost.hpp"
 #include "fpga_transport/beff.hpp"
 #include "fpga_transport/hpcc_reference.hpp"
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -292,6 +294,33 @@ TEST(Schedules, ShapesOfTheAlgorithms) {
   const Cost c = cost(remap, host, mem);
   EXPECT_DOUBLE_EQ(c.communication_s, 0.0);
   EXPECT_NEAR(c.local_s, 2.0 * static_cast<double>(p.total_bytes()) / 4 / 1e9, 1e-12);  // per rank, slowest rank
+}
+
+// The registry is the one list: every registered algorithm either names a schedule the model
+// has, or declares why it is not modelled - never neither, never both.
+TEST(Schedules, EveryRegisteredAlgorithmIsCostedOrSaysWhyNot) {
+  const auto names = schedule_names();
+  ASSERT_FALSE(alltoallw_algorithms().empty());
+  for (const auto& info : alltoallw_algorithms()) {
+    const bool has_schedule = !info.cost_schedule.empty();
+    EXPECT_NE(has_schedule, !info.not_modelled.empty())
+        << info.name << ": declare exactly one of cost_schedule and not_modelled";
+    if (has_schedule) {
+      EXPECT_NE(std::find(names.begin(), names.end(), info.cost_schedule), names.end())
+          << info.name << " declares the unknown schedule '" << info.cost_schedule << "'";
+    }
+  }
+  const auto costed = algorithms_to_cost();
+  EXPECT_EQ(costed.size(), alltoallw_algorithms().size() + 1);  // + local_remap
+  EXPECT_EQ(costed.back().name, "local_remap");
+  const CommPattern p = redistribution_pattern({8, 8, 8}, {2}, 2, 0, 16);
+  for (const auto& m : costed) {
+    if (m.schedule.empty()) {
+      EXPECT_THROW(schedule(m.name, p, {}), std::invalid_argument) << m.name;
+    } else {
+      EXPECT_FALSE(schedule(m.name, p, {}).empty()) << m.name;
+    }
+  }
 }
 
 }  // namespace

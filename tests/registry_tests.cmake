@@ -1,0 +1,26 @@
+# Included by ctest (TEST_INCLUDE_FILES), like gtest_discover_tests: asks the registry, through
+# `tb-model --list-algorithms`, which algorithms exist, and adds the PMPI tests of each one. The
+# tests follow the registry; there is no list of algorithms here to keep up to date.
+# The including file (generated in the build tree) sets the TB_* paths used below.
+
+execute_process(COMMAND ${TB_MODEL} --list-algorithms OUTPUT_VARIABLE listing ERROR_VARIABLE errors
+                RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  add_test(registry.list-algorithms-failed ${CMAKE_COMMAND} -E echo "tb-model --list-algorithms: ${errors}")
+  set_tests_properties(registry.list-algorithms-failed PROPERTIES WILL_FAIL TRUE)
+  return()
+endif()
+
+string(REGEX MATCHALL "[^\n]+" lines "${listing}")
+foreach(line IN LISTS lines)
+  string(REGEX MATCH "^[^ ]+" algorithm "${line}")
+  if(algorithm STREQUAL "local_remap")  # the redistribution baseline, not an Alltoallw algorithm
+    continue()
+  endif()
+  foreach(n 1 3)
+    add_test(pmpi.${algorithm}.np${n} ${TB_RUN_PRELOADED} ${TB_PMPI_LIBRARY} ${algorithm} ok
+             ${TB_MPIEXEC} ${TB_MPIEXEC_NUMPROC_FLAG} ${n} ${TB_MPIEXEC_FLAGS} ${TB_ALLTOALLW_APP})
+    set_tests_properties(pmpi.${algorithm}.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;pmpi"
+                         ENVIRONMENT "${TB_MPI_TEST_ENV}")
+  endforeach()
+endforeach()
