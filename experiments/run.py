@@ -10,12 +10,22 @@ skipped, so an interrupted run continues where it stopped.
     experiments/run.py DEF --list                                 # the points, nothing run
 
 A definition is a JSON file:
-    {"name": "...", "description": "...", "tool": "tb-bench" | "tb-fft" | "tb-redistribute",
+    {"name": "...", "description": "...", "tool": "tb-bench",   # any tool in build/<mpi>/bin
      "ranks": [1, 2],                       # one point per rank count ...
      "matrix": {"--layouts": ["contiguous", "slab"], ...},   # ... times every combination here
      "points": [{"ranks": 2, "--shape": "128,64,128"}],       # or explicit points (weak scaling)
      "args": {"-m": "1:1M"}}                # the same for every point
-Keys of "matrix", "points" and "args" that start with "-" are the tool's options.
+Keys of "matrix", "points" and "args" that start with "-" are the tool's options; keys
+"env:NAME" set the environment variable NAME for that point (over the mode's own).
+The tools experiments/launch.py lists in TOOLS need nothing more (tb-bench, tb-bench-pack,
+tb-redistribute, tb-fft, tb-fftw-mpi, tb-beff, tb-ptrans, tb-model). Any other tool declares how
+it writes its results and whether it is an MPI program:
+     "output": "--json",                    # the option naming its results file
+     "mpi": false                           # runs without mpiexec; "ranks" may then be left out
+Results: Google Benchmark's JSON (--benchmark_out), a CSV table (--csv) or
+{"metadata": {...}, "results": [rows]} (a single results object is one row); every row goes
+to the store with the point, command, environment and metadata.
+--args '{"-m": "1:64"}' overrides or adds options in every point (a different point key).
 
 Modes (what "mpiexec" means):
     intra    all ranks on this host, shared memory.
@@ -26,21 +36,26 @@ Modes (what "mpiexec" means):
     netns    an emulated cluster: K network namespaces on a bridge with tbf-limited links
              (experiments/netns.sh), MPICH hydra launching into them; root only.
     cluster  a real hostfile (--hostfile) or a Slurm batch script (--slurm).
+The launch itself (mpiexec per MPI build and mode, the finalize-hang watch) is
+experiments/launch.py, which the campaign scripts also use.
 """
 import argparse
+import csv
 import hashlib
 import itertools
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODES = ("intra", "cliques", "netns", "cluster")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import launch  # noqa: E402
+from launch import MODES, ROOT, launcher  # noqa: E402,F401  (launcher: the one mpiexec logic)
+
+ENV_PREFIX = "env:"
 
 
 def load_definition(path):
@@ -49,32 +64,53 @@ def load_definition(path):
     for key in ("name", "tool"):
         if key not in d:
             raise ValueError(f"{path}: the definition needs '{key}'")
-    if d["tool"] not in ("tb-bench", "tb-fft", "tb-redistribute"):
-        raise ValueError(f"{path}: tool must be tb-bench, tb-fft or tb-redistribute, not {d['tool']!r}")
-    if "points" not in d and "ranks" not in d:
+    try:
+        spec = launch.tool_spec(d["tool"], d)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    if "points" not in d and "ranks" not in d and spec["mpi"]:
         raise ValueError(f"{path}: give 'ranks' (with an optional 'matrix') or explicit 'points'")
     return d
 
 
-def expand(definition):
-    """The points of a definition: dicts of 'ranks' and tool options, in a stable order."""
+def tool_spec(definition):
+    """How the definition's tool writes its results and whether it is an MPI program."""
+    return launch.tool_spec(definition["tool"], definition)
+
+
+def expand(definition, overrides=None):
+    """The points of a definition: dicts of 'ranks', tool options and env:NAME variables, in a
+    stable order. `overrides` (run.py --args) replace or add keys in every point."""
     base = dict(definition.get("args", {}))
+    overrides = overrides or {}
+    # A tool that is not an MPI program runs as one process: its points have ranks 1 unless told.
+    default_ranks = None if tool_spec(definition)["mpi"] else 1
     points = []
     if "points" in definition:
         for p in definition["points"]:
-            if "ranks" not in p:
-                raise ValueError(f"{definition['name']}: every explicit point needs 'ranks'")
-            points.append({**base, **p})
+            point = {**base, **p, **overrides}
+            if "ranks" not in point:
+                if default_ranks is None:
+                    raise ValueError(f"{definition['name']}: every explicit point needs 'ranks'")
+                point["ranks"] = default_ranks
+            points.append(point)
     else:
         matrix = definition.get("matrix", {})
         keys = sorted(matrix)
-        for ranks in definition["ranks"]:
+        for ranks in definition.get("ranks", [default_ranks]):
             for values in itertools.product(*(matrix[k] for k in keys)):
-                points.append({**base, "ranks": ranks, **dict(zip(keys, values))})
+                points.append({**base, "ranks": ranks, **dict(zip(keys, values)), **overrides})
     for p in points:
-        if not isinstance(p["ranks"], int) or p["ranks"] < 1:
+        if not isinstance(p["ranks"], int) or isinstance(p["ranks"], bool) or p["ranks"] < 1:
             raise ValueError(f"{definition['name']}: ranks must be positive integers, got {p['ranks']!r}")
-    return points
+        if default_ranks == 1 and p["ranks"] != 1:
+            raise ValueError(f"{definition['name']}: {definition['tool']} is not an MPI program; its points run "
+                             f"as one process, not {p['ranks']} ranks")
+    unique = []
+    for p in points:  # an override can make points equal: run each once
+        if p not in unique:
+            unique.append(p)
+    return unique
 
 
 def point_key(definition, point, mode, mpi):
@@ -108,123 +144,111 @@ def tool_args(point):
     return args
 
 
-def launcher(mode, mpi, ranks, options):
-    """The command prefix and environment that start `ranks` processes in `mode`."""
-    env = {}
-    if mode == "cliques":
-        cliques = options.cliques or ranks
-        if mpi == "mpich":
-            env.update({"MPIR_CVAR_NUM_CLIQUES": str(cliques), "UCX_TLS": "self,tcp"})
-        env["TB_UCX_TLS"] = "self,tcp"  # ucx_zcopy's own UCX context takes the network path too
-        env["TB_NUM_NODES"] = str(cliques)
-    if mpi == "mpich":
-        if mode == "netns":
-            hosts = ",".join(f"tbhost{i + 1}" for i in range(options.hosts))
-            env["UCX_TLS"] = "self,tcp"  # the namespaces share /dev/shm: keep UCX off shared memory
-            env["TB_UCX_TLS"] = "self,tcp"
-            return (["mpiexec.mpich", "-hosts", hosts, "-launcher", "ssh", "-launcher-exec",
-                     os.path.join(ROOT, "experiments", "netns_exec.sh"), "-iface", "tbbr0", "-n", str(ranks)], env)
-        cmd = ["mpiexec.mpich", "-n", str(ranks)]
-        if mode == "cluster" and options.hostfile:
-            cmd = ["mpiexec.mpich", "-f", options.hostfile, "-n", str(ranks)]
-        return cmd, env
-    if mpi == "openmpi":
-        if mode == "netns":
-            raise ValueError("netns mode launches with MPICH's hydra; use --mpi mpich")
-        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-        cmd = ["mpiexec.openmpi", "--oversubscribe", "-n", str(ranks)]
-        if mode == "cliques":
-            cmd += ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp"]
-        if mode == "cluster" and options.hostfile:
-            cmd += ["--hostfile", options.hostfile]
-        return cmd, env
-    raise ValueError(f"unknown MPI {mpi!r} (mpich or openmpi)")
+def point_env(point):
+    """The point's own environment variables (keys env:NAME)."""
+    return {k[len(ENV_PREFIX):]: str(v) for k, v in point.items() if k.startswith(ENV_PREFIX)}
 
 
 def run_point(definition, point, mode, mpi, options):
-    """Runs one point; returns the result rows (dicts) it produced."""
-    tool = definition["tool"]
-    binary = os.path.join(options.bin or os.path.join(ROOT, "build", mpi, "bin"), tool)
+    """Runs one point; returns the result rows (dicts) it produced, the seconds, the command and
+    the environment it was given."""
+    spec = tool_spec(definition)
+    binary = launch.tool_binary(definition["tool"], mpi, options.bin)
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.json")
-        args = tool_args(point)
-        if tool == "tb-bench":
-            args += [f"--benchmark_out={out}", "--benchmark_out_format=json"]
-        else:
-            args += ["--json", out]
-        prefix, env = launcher(mode, mpi, point["ranks"], options)
-        cmd = prefix + [binary] + args
-        full_env = {**os.environ, **env}
+        out = os.path.join(tmp, "out.csv" if spec["format"] == "csv" else "out.json")
+        args = tool_args(point) + launch.output_args(spec, out)
+        cmd, env = launch.command(spec, binary, args, mode, mpi, point["ranks"], options, point_env(point))
+        # Only MPI jobs can hang in MPI_Finalize; a CSV is written row by row, so it is not watched.
+        watch = out if spec["mpi"] and spec["format"] != "csv" else None
         started = time.time()
-        finalize_hang = False
         with open(os.path.join(tmp, "stdout"), "w") as so, open(os.path.join(tmp, "stderr"), "w") as se:
-            proc = subprocess.Popen(cmd, env=full_env, stdout=so, stderr=se, text=True, start_new_session=True)
-            written_at = None
-            while proc.poll() is None:
-                time.sleep(0.2)
-                if time.time() - started > options.timeout:
-                    stop(proc)
-                    raise subprocess.TimeoutExpired(cmd, options.timeout)
-                # MPICH 4.0.2 with UCX over tcp can hang in MPI_Finalize after a run that used
-                # node_leader's inter-node path (README, "Known problems"). The tools write their
-                # results before MPI_Finalize: once the output is complete, the run gets a grace
-                # period to exit, then it is stopped and its rows are marked finalize_hang.
-                if written_at is None and complete_json(out):
-                    written_at = time.time()
-                if written_at is not None and time.time() - written_at > options.finalize_grace:
-                    stop(proc)
-                    finalize_hang = True
-                    break
+            returncode, finalize_hang = launch.run_command(cmd, env, watch, options.timeout, options.finalize_grace,
+                                                           stdout=so, stderr=se)
         with open(os.path.join(tmp, "stdout")) as so, open(os.path.join(tmp, "stderr")) as se:
             stdout, stderr = so.read(), se.read()
-        if (proc.returncode != 0 and not finalize_hang) or not complete_json(out):
-            raise RuntimeError(f"{' '.join(shlex.quote(c) for c in cmd)} failed ({proc.returncode}):\n"
+        if (returncode != 0 and not finalize_hang) or not output_complete(out, spec["format"]):
+            raise RuntimeError(f"{' '.join(shlex.quote(c) for c in cmd)} failed ({returncode}):\n"
                                f"{stdout[-2000:]}\n{stderr[-2000:]}")
         if finalize_hang:
             print(f" (results complete, the job hung in MPI_Finalize and was stopped after {options.finalize_grace:.0f} s)",
                   end="", flush=True)
-        with open(out) as f:
-            doc = json.load(f)
+        rows = read_rows(out, spec["format"])
+    if finalize_hang:
+        rows = [{**r, "finalize_hang": True} for r in rows]
+    return rows, time.time() - started, cmd, env
+
+
+def output_complete(path, fmt):
+    if fmt == "csv":
+        return os.path.isfile(path) and os.path.getsize(path) > 0
+    return launch.complete_json(path)
+
+
+def read_rows(path, fmt):
+    """The result rows of a tool's output file, each with the run's metadata."""
+    if fmt == "csv":
+        with open(path, newline="") as f:
+            return [{**{k: number(v) for k, v in r.items()}, "metadata": {}} for r in csv.DictReader(f)]
+    with open(path) as f:
+        doc = json.load(f)
+    if fmt == "benchmark" or "benchmarks" in doc:
+        return benchmark_rows(doc)
+    return json_rows(doc)
+
+
+def number(text):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except (TypeError, ValueError):
+            pass
+    return text
+
+
+def json_rows(doc):
+    """{"metadata": ..., "results": [rows]}; a single results object (a tool that reports one
+    result) is one row."""
+    if not isinstance(doc, dict) or "results" not in doc:
+        raise RuntimeError("the tool's JSON has no 'results'")
+    results = doc["results"]
+    if isinstance(results, dict):
+        results = [results]
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise RuntimeError("the tool's 'results' is neither a list of row objects nor one object")
+    meta = doc.get("metadata", {})
+    return [{**{k: v for k, v in r.items() if k != "samples_s"}, "metadata": meta} for r in results]
+
+
+def benchmark_rows(doc):
+    """Google Benchmark's {"context", "benchmarks"}: tb-bench's names <kind>/<layout>/<algorithm>/
+    <bytes>/manual_time become those columns; any other benchmark keeps its name and counters."""
+    meta = doc.get("context", {})
     rows = []
-    extra = {"finalize_hang": True} if finalize_hang else {}
-    if tool == "tb-bench":
-        meta = doc.get("context", {})
-        for b in doc["benchmarks"]:
-            parts = b["name"].split("/")  # <kind>/<layout>/<algorithm>/<bytes>/manual_time
-            unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+    for b in doc["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        parts = b["name"].split("/")
+        unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+        if len(parts) >= 4 and parts[3].isdigit():
             rows.append({"kind": parts[0], "layout": parts[1], "algorithm": parts[2],
                          "bytes_per_peer": int(b.get("bytes_per_peer", parts[3])),
                          "time_s": b["real_time"] * unit, "median_s": b.get("median_s"),
                          "bytes_per_second": b.get("bytes_per_second"), "path": b.get("label", ""),
-                         "metadata": meta, **extra})
-    else:
-        meta = doc.get("metadata", {})
-        for r in doc["results"]:
-            rows.append({**{k: v for k, v in r.items() if k != "samples_s"}, "metadata": meta, **extra})
-    return rows, time.time() - started, cmd, env
-
-
-def stop(proc):
-    """Ends the launcher and everything it started (its own session)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def complete_json(path):
-    try:
-        with open(path) as f:
-            json.load(f)
-        return True
-    except (OSError, ValueError):
-        return False
+                         "metadata": meta})
+        else:
+            skip = {"name", "run_name", "run_type", "family_index", "per_family_instance_index", "repetitions",
+                    "repetition_index", "threads", "real_time", "cpu_time", "time_unit", "label"}
+            rows.append({"name": b["name"], "time_s": b["real_time"] * unit, "cpu_time_s": b["cpu_time"] * unit,
+                         "path": b.get("label", ""), **{k: v for k, v in b.items() if k not in skip},
+                         "metadata": meta})
+    return rows
 
 
 def write_slurm(definition_path, definition, options):
-    points = expand(definition)
+    points = expand(definition, options.args)
     most = max(p["ranks"] for p in points)
+    extra = f" --args {shlex.quote(json.dumps(options.args))}" if options.args else ""
+    extra += f" --bin {shlex.quote(os.path.abspath(options.bin))}" if options.bin else ""
     script = f"""#!/bin/bash
 #SBATCH --job-name=tb-{definition['name']}
 #SBATCH --ntasks={most}
@@ -234,20 +258,29 @@ set -euo pipefail
 cd {shlex.quote(ROOT)}
 scontrol show hostnames "$SLURM_JOB_NODELIST" > hosts.$SLURM_JOB_ID
 /usr/bin/python3 experiments/run.py {shlex.quote(os.path.abspath(definition_path))} --mode cluster \\
-  --hostfile hosts.$SLURM_JOB_ID --mpi {options.mpi} --store {shlex.quote(os.path.abspath(options.store))}
+  --hostfile hosts.$SLURM_JOB_ID --mpi {options.mpi} --store {shlex.quote(os.path.abspath(options.store))}{extra}
 """
     with open(options.slurm, "w") as f:
         f.write(script)
     print(f"run.py: wrote {options.slurm} ({len(points)} points, up to {most} ranks); submit it with sbatch")
 
 
+def json_object(text):
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Run an experiment definition; results go to a JSON-lines store.")
     parser.add_argument("definition")
     parser.add_argument("--mode", default="intra", choices=MODES)
-    parser.add_argument("--mpi", default="mpich", choices=("mpich", "openmpi"))
+    parser.add_argument("--mpi", default="mpich", choices=launch.MPIS)
     parser.add_argument("--store", default=os.path.join(ROOT, "results", "store.jsonl"))
     parser.add_argument("--bin", help="folder of the tools (default build/<mpi>/bin)")
+    parser.add_argument("--args", type=json_object, default={}, metavar="JSON",
+                        help='options set in every point, over the definition\'s, e.g. \'{"-m": "1:64"}\'')
     parser.add_argument("--cliques", type=int, help="cliques mode: number of cliques (default: one per rank)")
     parser.add_argument("--hosts", type=int, default=2, help="netns mode: emulated hosts (experiments/netns.sh up K)")
     parser.add_argument("--rate", default="2gbit", help="netns mode: tbf rate of every link (tc syntax, e.g. 2gbit)")
@@ -260,13 +293,17 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="print the points and whether they are done")
     options = parser.parse_args(argv)
 
-    definition = load_definition(options.definition)
+    try:
+        definition = load_definition(options.definition)
+        points = expand(definition, options.args)
+    except ValueError as e:
+        print(f"run.py: {e}", file=sys.stderr)
+        return 2
     if options.mode == "cluster" and options.slurm:
         write_slurm(options.definition, definition, options)
         return 0
     if options.mode == "cluster" and not options.hostfile:
         parser.error("cluster mode needs --hostfile (or --slurm to write a batch script)")
-    points = expand(definition)
     done = done_keys(options.store)
     planned = [(p, point_key(definition, p, options.mode, options.mpi)) for p in points]
     skipped = sum(1 for _, k in planned if k in done)
@@ -276,9 +313,16 @@ def main(argv=None):
         for p, k in planned:
             print(f"  [{'done' if k in done else 'to run'}] {k} {json.dumps(p, sort_keys=True)}")
         return 0
+    to_run = any(k not in done for _, k in planned)
+    if to_run:
+        try:
+            launch.check_binary(definition["tool"], options.mpi, options.bin)
+        except ValueError as e:
+            print(f"run.py: {definition['name']}: {e}", file=sys.stderr)
+            return 2
     os.makedirs(os.path.dirname(os.path.abspath(options.store)), exist_ok=True)
     netns = os.path.join(ROOT, "experiments", "netns.sh")
-    if options.mode == "netns" and any(k not in done for _, k in planned):
+    if options.mode == "netns" and to_run:
         if os.geteuid() != 0:
             print("run.py: netns mode creates network namespaces and needs root; run it as root", file=sys.stderr)
             return 2
@@ -286,7 +330,7 @@ def main(argv=None):
     try:
         return run_points(definition, planned, done, options)
     finally:
-        if options.mode == "netns" and any(k not in done for _, k in planned):
+        if options.mode == "netns" and to_run:
             subprocess.run([netns, "down"], check=False)
 
 
@@ -299,7 +343,7 @@ def run_points(definition, planned, done, options):
         print(f"  [{i}/{len(planned)}] {label} ...", end="", flush=True)
         try:
             rows, seconds, cmd, env = run_point(definition, p, options.mode, options.mpi, options)
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError, OSError) as e:
             failures += 1
             print(f" FAILED\n{e}", file=sys.stderr)
             continue
@@ -309,7 +353,7 @@ def run_points(definition, planned, done, options):
                                     "mode": options.mode, "mpi": options.mpi, "ranks": p["ranks"],
                                     "point": p, "command": " ".join(cmd), "environment": env,
                                     **({"netns_rate": options.rate, "netns_hosts": options.hosts}
-                                       if options.mode == "netns" else {}), **r}) + "\n")
+                                       if options.mode == "netns" else {}), **r, "key": k}) + "\n")
         print(f" {len(rows)} rows, {seconds:.1f} s")
     print(f"run.py: done, {failures} failed point(s); store {options.store}")
     return 1 if failures else 0

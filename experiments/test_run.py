@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """Tests of the experiment runner: matrix expansion, point keys, tool arguments, launchers per
-mode, skipping finished points, and every shipped definition."""
+mode, skipping finished points, every shipped definition, and tools named only by a definition
+(tb-beff, tb-model, a declared tool, an unknown one) run through fake binaries."""
 import glob
 import io
 import json
 import os
+import stat
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -15,6 +18,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def fake_tool(folder, name, body):
+    """An executable shell script `name` in `folder`; "$out" is the file after the last --json,
+    --csv or --benchmark_out= option."""
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\nout=\nwhile [ $# -gt 0 ]; do\n  case $1 in\n"
+                "    --json|--csv|--results) out=$2; shift ;;\n    --benchmark_out=*) out=${1#--benchmark_out=} ;;\n"
+                "  esac\n  shift\ndone\n" + body + "\n")
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+    return path
 
 
 class Expansion(unittest.TestCase):
@@ -96,6 +111,7 @@ class Store(unittest.TestCase):
             with open(definition, "w") as f:
                 json.dump({"name": "t", "tool": "tb-bench", "ranks": [1, 2, 3]}, f)
             store = os.path.join(tmp, "store.jsonl")
+            fake_tool(tmp, "tb-bench", "exit 0")  # run.py checks that the binary exists
             calls = []
 
             def fake(defn, point, mode, mpi, options):
@@ -103,7 +119,7 @@ class Store(unittest.TestCase):
                 return [{"time_s": 1.0}], 0.0, ["x"], {}
 
             with mock.patch.object(run, "run_point", fake), redirect_stdout(io.StringIO()):
-                self.assertEqual(run.main([definition, "--store", store]), 0)
+                self.assertEqual(run.main([definition, "--store", store, "--bin", tmp]), 0)
                 self.assertEqual(calls, [1, 2, 3])
                 # drop the last point's row: a re-run only runs that one
                 with open(store) as f:
@@ -111,7 +127,7 @@ class Store(unittest.TestCase):
                 with open(store, "w") as f:
                     f.writelines(lines[:2])
                 calls.clear()
-                self.assertEqual(run.main([definition, "--store", store]), 0)
+                self.assertEqual(run.main([definition, "--store", store, "--bin", tmp]), 0)
                 self.assertEqual(calls, [3])
             with open(store) as f:
                 rows = [json.loads(line) for line in f]
@@ -124,7 +140,8 @@ class Store(unittest.TestCase):
             with redirect_stdout(io.StringIO()):
                 run.main([os.path.join(HERE, "definitions", "cluster", "fig7_pencil_strong.json"), "--mode", "cluster",
                           "--slurm", script])
-            text = open(script).read()
+            with open(script) as f:
+                text = f.read()
             self.assertIn("#SBATCH --ntasks=4096", text)
             self.assertIn("--mode cluster", text)
 
@@ -137,6 +154,223 @@ class ShippedDefinitions(unittest.TestCase):
         for p in paths:
             d = run.load_definition(p)
             self.assertTrue(run.expand(d), p)
+
+
+class ToolAgnostic(unittest.TestCase):
+    """Any tool a definition names: the table's tools, declared ones, results shapes."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.store = os.path.join(self.tmp, "store.jsonl")
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.tmp)
+
+    def definition(self, **d):
+        path = os.path.join(self.tmp, "d.json")
+        with open(path, "w") as f:
+            json.dump({"name": "t", **d}, f)
+        return path
+
+    def run_main(self, *argv):
+        """run.main with the fake tools in self.tmp; MPI jobs start without mpiexec (the launcher's
+        prefix is dropped, its environment kept)."""
+        real = run.launch.launcher
+
+        def no_mpiexec(mode, mpi, ranks, options):
+            return [], real(mode, mpi, ranks, options)[1]
+        no_mpiexec_patch = mock.patch.object(run.launch, "launcher", no_mpiexec)
+        out, err = io.StringIO(), io.StringIO()
+        with no_mpiexec_patch, redirect_stdout(out), mock.patch.object(sys, "stderr", err):
+            status = run.main(list(argv) + ["--store", self.store, "--bin", self.tmp])
+        return status, out.getvalue(), err.getvalue()
+
+    def rows(self):
+        with open(self.store) as f:
+            return [json.loads(line) for line in f]
+
+    def test_the_table_covers_every_tool_of_the_build(self):
+        for tool in ("tb-bench", "tb-redistribute", "tb-fft", "tb-fftw-mpi", "tb-beff", "tb-ptrans", "tb-model"):
+            spec = run.launch.tool_spec(tool)
+            self.assertIn(spec["format"], run.launch.FORMATS, tool)
+        self.assertEqual(run.launch.tool_spec("tb-bench")["format"], "benchmark")
+        self.assertFalse(run.launch.tool_spec("tb-model")["mpi"])
+        self.assertEqual(run.launch.output_args(run.launch.tool_spec("tb-bench"), "f"),
+                         ["--benchmark_out=f", "--benchmark_out_format=json"])
+        self.assertEqual(run.launch.output_args(run.launch.tool_spec("tb-beff"), "f"), ["--json", "f"])
+
+    def test_unknown_tool_is_a_clear_error(self):
+        path = self.definition(tool="tb-nothing", ranks=[1])
+        with self.assertRaisesRegex(ValueError, r"unknown tool 'tb-nothing'.*tb-beff.*\"output\": \"--json\""):
+            run.load_definition(path)
+        status, _, err = self.run_main(path)
+        self.assertEqual(status, 2)
+        self.assertIn("unknown tool 'tb-nothing'", err)
+
+    def test_a_missing_binary_is_a_clear_error(self):
+        status, out, err = self.run_main(self.definition(tool="tb-ptrans", ranks=[1]))
+        self.assertEqual(status, 2)
+        self.assertIn("tb-ptrans: no executable", err)
+        self.assertIn("scripts/build.sh mpich", err)
+        self.assertFalse(os.path.exists(self.store))
+        # --list needs no binary
+        status, out, _ = self.run_main(self.definition(tool="tb-ptrans", ranks=[1]), "--list")
+        self.assertEqual(status, 0)
+        self.assertIn("[to run]", out)
+
+    def test_beff_results_object_is_one_row(self):
+        fake_tool(self.tmp, "tb-beff", """cat > "$out" <<'J'
+{"metadata": {"mpi_library": "fake"}, "results": {"tool": "tb-beff", "ranks": 2, "beff_bytes_per_s": 1e9,
+ "validated": true, "points": [{"bytes": 1, "seconds": 1e-6}]}}
+J""")
+        status, out, err = self.run_main(self.definition(tool="tb-beff", ranks=[2], args={"--max-exponent": 4}))
+        self.assertEqual(status, 0, err)
+        rows = self.rows()
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["beff_bytes_per_s"], 1e9)
+        self.assertEqual(rows[0]["metadata"], {"mpi_library": "fake"})
+        self.assertEqual(rows[0]["tool"], "tb-beff")
+        self.assertIn("--max-exponent 4 --json", rows[0]["command"])
+
+    def test_results_shapes(self):
+        meta = {"m": 1}
+        self.assertEqual(run.json_rows({"metadata": meta, "results": {"a": 1}}), [{"a": 1, "metadata": meta}])
+        self.assertEqual(run.json_rows({"metadata": meta, "results": [{"a": 1, "samples_s": [1]}, {"a": 2}]}),
+                         [{"a": 1, "metadata": meta}, {"a": 2, "metadata": meta}])
+        for bad in ({"metadata": meta}, {"results": 3}, {"results": [1, 2]}):
+            with self.assertRaises(RuntimeError):
+                run.json_rows(bad)
+
+    def test_benchmark_rows_of_tb_bench_and_of_another_benchmark(self):
+        doc = {"context": {"c": 1}, "benchmarks": [
+            {"name": "alltoallw/contiguous/native/64/manual_time", "real_time": 2.0, "cpu_time": 1.0, "time_unit": "us",
+             "bytes_per_second": 5.0, "label": "p"},
+            {"name": "BM_Pack/64", "real_time": 3.0, "cpu_time": 3.0, "time_unit": "ms", "bytes_per_second": 7.0,
+             "iterations": 10},
+            {"name": "BM_Pack/64_mean", "run_type": "aggregate", "real_time": 3.0, "cpu_time": 3.0}]}
+        rows = run.benchmark_rows(doc)
+        self.assertEqual(len(rows), 2)
+        self.assertEqual(rows[0], {"kind": "alltoallw", "layout": "contiguous", "algorithm": "native",
+                                   "bytes_per_peer": 64, "time_s": 2e-6, "median_s": None, "bytes_per_second": 5.0,
+                                   "path": "p", "metadata": {"c": 1}})
+        self.assertEqual(rows[1]["name"], "BM_Pack/64")
+        self.assertAlmostEqual(rows[1]["time_s"], 3e-3)
+        self.assertEqual(rows[1]["iterations"], 10)
+
+    def test_model_runs_without_mpiexec_and_its_csv_becomes_rows(self):
+        fake_tool(self.tmp, "tb-model", """printf 'pattern,ranks,algorithm,total_s\\n"a, b",2,native,1.5e-06\\n' > "$out" """)
+        path = self.definition(tool="tb-model", matrix={"--shape": ["8,8,8", "16,16,16"]}, args={"--grid": 2})
+        d = run.load_definition(path)
+        self.assertEqual([p["ranks"] for p in run.expand(d)], [1, 1])
+        cmd, env = run.launch.command(run.tool_spec(d), "tb-model", ["--grid", "2"], "cliques", "mpich", 1,
+                                      mock.Mock(cliques=None))
+        self.assertEqual((cmd, env), (["tb-model", "--grid", "2"], {}))
+        status, out, err = self.run_main(path)
+        self.assertEqual(status, 0, err)
+        rows = self.rows()
+        self.assertEqual(len(rows), 2)
+        self.assertEqual(rows[0]["algorithm"], "native")
+        self.assertEqual(rows[0]["pattern"], "a, b")
+        self.assertEqual(rows[0]["total_s"], 1.5e-6)
+        self.assertEqual(rows[0]["ranks"], 2)  # the tool's own column; the store's is the point's
+        self.assertEqual(rows[0]["point"]["ranks"], 1)
+        self.assertTrue(rows[0]["command"].startswith(os.path.join(self.tmp, "tb-model")))
+        with self.assertRaisesRegex(ValueError, "not an MPI program"):
+            run.expand({"name": "t", "tool": "tb-model", "ranks": [2]})
+
+    def test_a_declared_tool_with_env_and_overrides(self):
+        fake_tool(self.tmp, "my-tool", """echo "{\\"metadata\\": {}, \\"results\\": [{\\"nodes\\": \\"$TB_NUM_NODES\\"}]}" > "$out" """)
+        path = self.definition(tool="my-tool", output="--results", mpi=True, ranks=[2],
+                               matrix={"env:TB_NUM_NODES": [1, 2]}, args={"-m": "1:16M"})
+        status, out, err = self.run_main(path, "--mode", "cliques", "--args", '{"-m": "1:64"}')
+        self.assertEqual(status, 0, err)
+        rows = self.rows()
+        self.assertEqual([r["nodes"] for r in rows], ["1", "2"])  # the point's env wins over the mode's
+        self.assertEqual(rows[0]["environment"]["TB_NUM_NODES"], "1")
+        self.assertEqual(rows[0]["environment"]["MPIR_CVAR_NUM_CLIQUES"], "2")
+        self.assertEqual(rows[0]["point"]["-m"], "1:64")
+        self.assertIn("--results", rows[0]["command"])
+        # an override that makes points equal runs them once
+        d = run.load_definition(path)
+        self.assertEqual(len(run.expand(d, {"env:TB_NUM_NODES": 1})), 1)
+
+    def test_bad_declarations(self):
+        for bad in ({"output": "json"}, {"output": "--json", "mpi": "no"}, {"output": "--json", "format": "xml"}):
+            with self.assertRaises(ValueError):
+                run.launch.tool_spec("my-tool", bad)
+
+    def test_a_failing_tool_fails_its_point_only(self):
+        fake_tool(self.tmp, "tb-ptrans", 'echo broken >&2; exit 3')
+        status, out, err = self.run_main(self.definition(tool="tb-ptrans", ranks=[1, 2]))
+        self.assertEqual(status, 1)
+        self.assertIn("failed (3)", err)
+        self.assertIn("broken", err)
+        self.assertIn("2 failed point(s)", out)
+
+
+class FinalizeHang(unittest.TestCase):
+    def test_complete_results_then_a_hang_is_stopped_and_marked(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_tool(tmp, "tb-fft", """echo '{"metadata": {}, "results": [{"a": 1}]}' > "$out"; sleep 60""")
+            definition = os.path.join(tmp, "d.json")
+            with open(definition, "w") as f:
+                json.dump({"name": "t", "tool": "tb-fft", "ranks": [1]}, f)
+            store = os.path.join(tmp, "store.jsonl")
+            with mock.patch.object(run.launch, "launcher", lambda *a: ([], {})), redirect_stdout(io.StringIO()):
+                self.assertEqual(run.main([definition, "--store", store, "--bin", tmp, "--finalize-grace", "0.5"]), 0)
+            with open(store) as f:
+                rows = [json.loads(line) for line in f]
+            self.assertEqual(rows[0]["finalize_hang"], True)
+
+    def test_timeout(self):
+        with self.assertRaises(subprocess.TimeoutExpired):
+            run.launch.run_command(["sleep", "30"], {}, timeout=0.3)
+
+
+class LaunchCommandLine(unittest.TestCase):
+    """experiments/launch.py, the entry point of the campaign scripts."""
+
+    def launch(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), mock.patch.object(sys, "stderr", err):
+            status = run.launch.main(list(argv))
+        return status, out.getvalue().strip(), err.getvalue()
+
+    def test_print_the_command_of_each_kind_of_tool(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("tb-bench", "tb-beff", "tb-model"):
+                fake_tool(tmp, name, "exit 0")
+            status, out, _ = self.launch("--print", "--bin", tmp, "-n", "2", "--out", "o.json", "tb-bench", "-m", "1:1")
+            self.assertEqual(status, 0)
+            self.assertEqual(out, f"mpiexec.mpich -n 2 {tmp}/tb-bench -m 1:1 --benchmark_out=o.json "
+                                  "--benchmark_out_format=json")
+            _, out, _ = self.launch("--print", "--bin", tmp, "--mpi", "openmpi", "-n", "2", "--env", "TB_NUM_NODES=2",
+                                    "--out", "b.json", "tb-beff", "--fit-out", "h.json")
+            self.assertIn("TB_NUM_NODES=2", out)
+            self.assertIn("OMPI_ALLOW_RUN_AS_ROOT=1", out)
+            self.assertTrue(out.endswith(f"mpiexec.openmpi --oversubscribe -n 2 {tmp}/tb-beff --fit-out h.json "
+                                         "--json b.json"), out)
+            _, out, _ = self.launch("--print", "--bin", tmp, "--out", "p.csv", "tb-model", "--shape", "8,8,8")
+            self.assertEqual(out, f"{tmp}/tb-model --shape 8,8,8 --csv p.csv")
+            status, _, err = self.launch("--print", "--bin", tmp, "-n", "2", "tb-model")
+            self.assertEqual(status, 2)
+            self.assertIn("not an MPI program", err)
+            _, out, _ = self.launch("--print", "-n", "2", "--output=--json", "--out", "f.json", "/usr/bin/python3",
+                                    "bench.py", "--shape", "8,8,8")
+            self.assertEqual(out, "mpiexec.mpich -n 2 /usr/bin/python3 bench.py --shape 8,8,8 --json f.json")
+            status, _, err = self.launch("--print", "--bin", tmp, "tb-missing")
+            self.assertEqual(status, 2)
+            self.assertIn("no executable", err)
+
+    def test_runs_a_tool_and_returns_its_status(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_tool(tmp, "tb-model", 'echo "a,b" > "$out"; exit 0')
+            fake_tool(tmp, "tb-ptrans", "exit 5")
+            out = os.path.join(tmp, "m.csv")
+            self.assertEqual(self.launch("--bin", tmp, "--out", out, "tb-model")[0], 0)
+            self.assertTrue(os.path.exists(out))
+            self.assertEqual(self.launch("--bin", tmp, "--no-mpi", "tb-ptrans")[0], 5)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+"""The one launcher of the testbed's tools: how each tool is asked for its results, which tools are
+MPI programs, the mpiexec command of every MPI build and mode, and a run that survives a hang in
+MPI_Finalize after complete results. experiments/run.py imports it for every point; the campaign
+scripts (model_validation.sh, fft_head_to_head.sh) call it for every launch:
+
+    experiments/launch.py [--mpi mpich|openmpi] [--mode intra|cliques|netns|cluster] [-n RANKS]
+                          [--bin DIR] [--env NAME=VALUE ...] [--out FILE] TOOL [TOOL ARGS ...]
+
+    experiments/launch.py -n 2 --out beff.json tb-beff --fit-out host.json
+    experiments/launch.py --mpi openmpi -n 2 /usr/bin/python3 experiments/mpi4py_fft_bench.py --json f.json
+    experiments/launch.py tb-model --shape 8,8,8 --grid 2        # not an MPI program: no mpiexec
+    experiments/launch.py --print -n 4 --mode cliques tb-bench   # the command and environment only
+
+TOOL is a program in build/<mpi>/bin (or --bin) or a path to one; programs not in TOOLS below are
+taken as MPI programs unless --no-mpi. --out FILE asks the tool for its results file the tool's own way (TOOLS below:
+--json FILE, or Google Benchmark's --benchmark_out=FILE --benchmark_out_format=json) and, for MPI
+tools, stops a job that has written complete results but does not exit within --finalize-grace
+seconds (MPICH 4.0.2 over UCX tcp, README "Known problems"); that counts as success. The tool's
+output goes to this process's stdout and stderr; the exit status is the tool's (124: timeout).
+netns mode expects the emulated hosts to exist (experiments/netns.sh up K RATE; run.py does that).
+"""
+import argparse
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODES = ("intra", "cliques", "netns", "cluster")
+MPIS = ("mpich", "openmpi")
+
+# What a runner needs to know per tool: the option that asks it for its results file ("output")
+# and whether it is an MPI program started by mpiexec ("mpi"). A definition may name a tool not
+# listed here by declaring these itself ("output": "--json", "mpi": false). The file's format
+# follows from the option: --benchmark_out is Google Benchmark's JSON ({"context", "benchmarks"}),
+# --csv a CSV table, anything else the testbed's {"metadata": ..., "results": [rows]}.
+TOOLS = {
+    "tb-bench": {"output": "--benchmark_out", "mpi": True},
+    "tb-bench-pack": {"output": "--benchmark_out", "mpi": True},
+    "tb-redistribute": {"output": "--json", "mpi": True},
+    "tb-fft": {"output": "--json", "mpi": True},
+    "tb-fftw-mpi": {"output": "--json", "mpi": True},
+    "tb-beff": {"output": "--json", "mpi": True},
+    "tb-ptrans": {"output": "--json", "mpi": True},
+    "tb-model": {"output": "--csv", "mpi": False},
+}
+FORMATS = ("json", "benchmark", "csv")
+
+
+def tool_spec(tool, declared=None):
+    """{"output", "mpi", "format"} of `tool`: the table's entry, overridden by what `declared` (a
+    definition) says. A tool neither listed nor declared is an error that says what to declare."""
+    declared = declared or {}
+    known = TOOLS.get(tool, {})
+    if not known and "output" not in declared:
+        raise ValueError(f"unknown tool {tool!r}: the known tools are {', '.join(sorted(TOOLS))}; for another "
+                         "tool declare how it writes its results, e.g. \"output\": \"--json\" (and \"mpi\": false "
+                         "for a program that runs without mpiexec)")
+    spec = {"output": declared.get("output", known.get("output")), "mpi": declared.get("mpi", known.get("mpi", True))}
+    if not isinstance(spec["output"], str) or not spec["output"].startswith("-"):
+        raise ValueError(f"tool {tool!r}: 'output' must be the option that names its results file, "
+                         f"such as \"--json\", not {spec['output']!r}")
+    if not isinstance(spec["mpi"], bool):
+        raise ValueError(f"tool {tool!r}: 'mpi' must be true or false, not {spec['mpi']!r}")
+    spec["format"] = declared.get("format", output_format(spec["output"]))
+    if spec["format"] not in FORMATS:
+        raise ValueError(f"tool {tool!r}: 'format' must be one of {', '.join(FORMATS)}, not {spec['format']!r}")
+    return spec
+
+
+def output_format(option):
+    if option.startswith("--benchmark_out"):
+        return "benchmark"
+    return "csv" if option == "--csv" else "json"
+
+
+def output_args(spec, path):
+    """The tool options that make it write its results to `path`."""
+    if spec["format"] == "benchmark":
+        return [f"--benchmark_out={path}", "--benchmark_out_format=json"]
+    return [spec["output"], path]
+
+
+def bin_dir(mpi, bin=None):
+    return bin or os.path.join(ROOT, "build", mpi, "bin")
+
+
+def tool_binary(tool, mpi, bin=None):
+    """The program to start: a path as given, a tool name in the build's bin folder."""
+    return tool if os.sep in tool else os.path.join(bin_dir(mpi, bin), tool)
+
+
+def check_binary(tool, mpi, bin=None):
+    """The tool's binary, or a ValueError that says where it was looked for and how to build it."""
+    path = tool_binary(tool, mpi, bin)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        where = f"--bin {bin}" if bin else f"build/{mpi}/bin"
+        raise ValueError(f"{tool}: no executable {path} ({where}); build it with scripts/build.sh {mpi}, "
+                         f"or point --bin at the folder that holds it")
+    return path
+
+
+def launcher(mode, mpi, ranks, options):
+    """The command prefix and environment that start `ranks` processes of an MPI program in `mode`.
+    `options` carries cliques (None: one per rank), hosts (netns) and hostfile (cluster)."""
+    env = {}
+    if mode == "cliques":
+        cliques = options.cliques or ranks
+        if mpi == "mpich":
+            env.update({"MPIR_CVAR_NUM_CLIQUES": str(cliques), "UCX_TLS": "self,tcp"})
+        env["TB_UCX_TLS"] = "self,tcp"  # ucx_zcopy's own UCX context takes the network path too
+        env["TB_NUM_NODES"] = str(cliques)
+    if mpi == "mpich":
+        if mode == "netns":
+            hosts = ",".join(f"tbhost{i + 1}" for i in range(options.hosts))
+            env["UCX_TLS"] = "self,tcp"  # the namespaces share /dev/shm: keep UCX off shared memory
+            env["TB_UCX_TLS"] = "self,tcp"
+            return (["mpiexec.mpich", "-hosts", hosts, "-launcher", "ssh", "-launcher-exec",
+                     os.path.join(ROOT, "experiments", "netns_exec.sh"), "-iface", "tbbr0", "-n", str(ranks)], env)
+        cmd = ["mpiexec.mpich", "-n", str(ranks)]
+        if mode == "cluster" and options.hostfile:
+            cmd = ["mpiexec.mpich", "-f", options.hostfile, "-n", str(ranks)]
+        return cmd, env
+    if mpi == "openmpi":
+        if mode == "netns":
+            raise ValueError("netns mode launches with MPICH's hydra; use --mpi mpich")
+        env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+        cmd = ["mpiexec.openmpi", "--oversubscribe", "-n", str(ranks)]
+        if mode == "cliques":
+            cmd += ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp"]
+        if mode == "cluster" and options.hostfile:
+            cmd += ["--hostfile", options.hostfile]
+        return cmd, env
+    raise ValueError(f"unknown MPI {mpi!r} (mpich or openmpi)")
+
+
+def command(spec, program, args, mode, mpi, ranks, options, env=None):
+    """The full command line and the environment (beyond the caller's) that run `program` with
+    `args` on `ranks` ranks. `env` (the point's own variables) overrides the mode's."""
+    if not spec["mpi"]:
+        if ranks != 1:
+            raise ValueError(f"{os.path.basename(program)} is not an MPI program: it runs as one process, not {ranks}")
+        return [program] + list(args), dict(env or {})
+    prefix, mode_env = launcher(mode, mpi, ranks, options)
+    return prefix + [program] + list(args), {**mode_env, **(env or {})}
+
+
+def complete_json(path):
+    try:
+        with open(path) as f:
+            json.load(f)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def stop(proc):
+    """Ends the launcher and everything it started (its own session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def run_command(cmd, env, watch=None, timeout=None, finalize_grace=20.0, stdout=None, stderr=None):
+    """Runs `cmd` with the caller's environment plus `env`, in its own session so that a stop ends
+    every process it started. Returns (exit status, finalize_hang); raises TimeoutExpired.
+
+    MPICH 4.0.2 with UCX over tcp can hang in MPI_Finalize after a run that used node_leader's
+    inter-node path (README, "Known problems"). The tools write their results before
+    MPI_Finalize: once `watch` (a JSON results file) is complete, the job gets `finalize_grace`
+    seconds to exit, then it is stopped and finalize_hang is True."""
+    started = time.time()
+    proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=stdout, stderr=stderr, start_new_session=True)
+    written_at = None
+    try:
+        while proc.poll() is None:
+            time.sleep(0.2)
+            if timeout is not None and time.time() - started > timeout:
+                stop(proc)
+                raise subprocess.TimeoutExpired(cmd, timeout)
+            if watch is not None and written_at is None and complete_json(watch):
+                written_at = time.time()
+            if written_at is not None and time.time() - written_at > finalize_grace:
+                stop(proc)
+                return proc.returncode, True
+    except BaseException:  # Ctrl-C or a signal: the job is in its own session, end it too
+        if proc.poll() is None:
+            stop(proc)
+        raise
+    return proc.returncode, False
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Start one tool of the testbed the way experiments/run.py does (mpiexec per MPI build and mode).",
+        usage="%(prog)s [options] TOOL [TOOL ARGS ...]")
+    parser.add_argument("--mpi", default="mpich", choices=MPIS)
+    parser.add_argument("--mode", default="intra", choices=MODES)
+    parser.add_argument("-n", "--ranks", type=int, default=1)
+    parser.add_argument("--bin", help="folder of the tools (default build/<mpi>/bin)")
+    parser.add_argument("--cliques", type=int, help="cliques mode: number of cliques (default: one per rank)")
+    parser.add_argument("--hosts", type=int, default=2, help="netns mode: the emulated hosts (tbhost1..K)")
+    parser.add_argument("--hostfile", help="cluster mode: the hosts to run on")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for the job (repeatable; wins over the mode's)")
+    parser.add_argument("--out", help="ask the tool for its results in this file (its own option, see TOOLS)")
+    parser.add_argument("--output", help="for a tool not in TOOLS: the option that names its results file")
+    parser.add_argument("--no-mpi", action="store_true", help="for a program not in TOOLS: run it without mpiexec")
+    parser.add_argument("--timeout", type=float, help="seconds before the job is stopped (exit status 124)")
+    parser.add_argument("--finalize-grace", type=float, default=20,
+                        help="seconds an MPI job may take to exit once --out is complete")
+    parser.add_argument("--print", action="store_true", help="print the command and environment; run nothing")
+    parser.add_argument("tool")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    options = parser.parse_args(argv)
+
+    env = {}
+    for item in options.env:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            parser.error(f"--env takes NAME=VALUE, not {item!r}")
+        env[name] = value
+    declared = {}
+    if options.output:
+        declared["output"] = options.output
+    if options.no_mpi:
+        declared["mpi"] = False
+    try:
+        if options.tool in TOOLS or options.output:
+            spec = tool_spec(options.tool, declared)
+        else:  # another program (a path, or a test in the bin folder): an MPI program unless --no-mpi
+            spec = {"output": None, "format": None, "mpi": not options.no_mpi}
+        program = options.tool if os.sep in options.tool else check_binary(options.tool, options.mpi, options.bin)
+        args = list(options.args)
+        if options.out:
+            if not spec["output"]:
+                raise ValueError(f"{options.tool}: --out needs the option that names its results file (--output)")
+            args += output_args(spec, options.out)
+        cmd, job_env = command(spec, program, args, options.mode, options.mpi, options.ranks, options, env)
+    except ValueError as e:
+        print(f"launch.py: {e}", file=sys.stderr)
+        return 2
+    if options.print:
+        print(" ".join(f"{k}={shlex.quote(v)}" for k, v in job_env.items()) + (" " if job_env else "")
+              + " ".join(shlex.quote(c) for c in cmd))
+        return 0
+    if spec["mpi"] and shutil.which(cmd[0]) is None:
+        print(f"launch.py: {cmd[0]} is not installed (scripts/setup.sh)", file=sys.stderr)
+        return 2
+    watch = options.out if options.out and spec["mpi"] and spec["format"] in ("json", "benchmark") else None
+    if watch and os.path.exists(watch):
+        os.remove(watch)  # an old file would look like this run's complete results
+    sys.stdout.flush()
+    try:
+        status, hang = run_command(cmd, job_env, watch, options.timeout, options.finalize_grace)
+    except subprocess.TimeoutExpired:
+        print(f"launch.py: {' '.join(cmd)}: stopped after {options.timeout:.0f} s", file=sys.stderr)
+        return 124
+    except KeyboardInterrupt:
+        return 130
+    if hang:
+        print(f"launch.py: {os.path.basename(program)}: results complete, the job hung in MPI_Finalize and was "
+              f"stopped after {options.finalize_grace:.0f} s", file=sys.stderr)
+        return 0
+    return status if status >= 0 else 128 - status  # killed by a signal: the shell's convention
+
+
+if __name__ == "__main__":
+    sys.exit(main())
