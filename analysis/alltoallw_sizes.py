@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
 """Tables of tb-bench results: time per algorithm per bytes per peer, and each algorithm's
-ratio to native measured in the same run (same file). Standard library only.
+ratio to native measured in the same run (same file, or same point of a store). Standard
+library only.
 
-    analysis/alltoallw_sizes.py results/node_leader_sizes/*.json
+    analysis/alltoallw_sizes.py results/node_leader_sizes/mpich-min_time0.05.jsonl   # a run.py store
+    analysis/alltoallw_sizes.py old/*.json                # tb-bench --benchmark_out files
+A store (*.jsonl, written by experiments/run.py) gives one table per point (its tb-bench rows).
 """
 import json
 import sys
 from collections import defaultdict
+
+
+def title_of(ctx):
+    layout_info = json.loads(ctx.get("node_layout", "{}"))
+    return "{}  |  {} ranks, {} node(s) [{}]  |  {} buffers".format(
+        ctx.get("mpi_library", "?"), ctx.get("ranks", "?"), layout_info.get("nodes", "?"),
+        layout_info.get("source", "?"), ctx.get("buffers", "?"))
 
 
 def load(path):
@@ -14,10 +24,6 @@ def load(path):
         data = json.load(f)
     ctx = data.get("context", {})
     env = ctx.get("environment", "{}")
-    layout_info = json.loads(ctx.get("node_layout", "{}"))
-    title = "{}  |  {} ranks, {} node(s) [{}]  |  {} buffers".format(
-        ctx.get("mpi_library", "?"), ctx.get("ranks", "?"), layout_info.get("nodes", "?"),
-        layout_info.get("source", "?"), ctx.get("buffers", "?"))
     times = defaultdict(dict)  # (layout, bytes) -> algorithm -> microseconds
     paths = {}
     for b in data["benchmarks"]:
@@ -26,7 +32,31 @@ def load(path):
         scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "us")]
         times[(layout, size)][algorithm] = b["real_time"] * scale
         paths[algorithm] = b.get("label", "")
-    return title, env, times, paths
+    return title_of(ctx), env, times, paths
+
+
+def load_store(path):
+    """[(heading, title, env, times, paths)], one per point of the store that ran tb-bench."""
+    points = {}  # key -> rows, in the store's order
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                row = json.loads(line)
+                if row.get("tool") == "tb-bench":
+                    points.setdefault(row["key"], []).append(row)
+    tables = []
+    for key, rows in points.items():
+        ctx = rows[0].get("metadata", {})
+        times = defaultdict(dict)
+        paths = {}
+        for r in rows:
+            times[(r["layout"], int(r["bytes_per_peer"]))][r["algorithm"]] = r["time_s"] * 1e6
+            paths[r["algorithm"]] = r.get("path", "")
+        options = " ".join(f"{k}={v}" for k, v in rows[0].get("point", {}).items() if k != "ranks")
+        heading = f"{path} [{rows[0].get('experiment', '?')} {key}, {rows[0].get('mpi', '?')} {rows[0].get('mode', '?')}] {options}"
+        tables.append((heading, title_of(ctx), ctx.get("environment", "{}"), times, paths))
+    return tables
 
 
 def human(n):
@@ -37,10 +67,12 @@ def human(n):
 
 
 def main(paths):
+    tables = []
     for path in paths:
-        title, env, times, labels = load(path)
+        tables += load_store(path) if path.endswith(".jsonl") else [(path,) + load(path)]
+    for heading, title, env, times, labels in tables:
         algorithms = sorted({a for row in times.values() for a in row}, key=lambda a: (a != "native", a))
-        print("\n" + path)
+        print("\n" + heading)
         print(title)
         for layout in sorted({k[0] for k in times}):
             print("\n  layout {}: time in us (ratio to native in this run)".format(layout))
