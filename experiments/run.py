@@ -172,7 +172,11 @@ def run_point(definition, point, mode, mpi, options):
         if finalize_hang:
             print(f" (results complete, the job hung in MPI_Finalize and was stopped after {options.finalize_grace:.0f} s)",
                   end="", flush=True)
-        rows = read_rows(out, spec["format"])
+        try:
+            rows = read_rows(out, spec["format"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise RuntimeError(f"{definition['tool']}: its results file is not the {spec['format']} it should be "
+                               f"({type(e).__name__}: {e})") from None
     if finalize_hang:
         rows = [{**r, "finalize_hang": True} for r in rows]
     return rows, time.time() - started, cmd, env

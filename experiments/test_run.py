@@ -309,6 +309,18 @@ J""")
         self.assertIn("2 failed point(s)", out)
 
 
+    def test_results_of_the_wrong_shape_fail_the_point(self):
+        fake_tool(self.tmp, "tb-redistribute", """echo '{"metadata": {}}' > "$out" """)
+        fake_tool(self.tmp, "tb-bench", """echo '{"context": {}}' > "$out" """)
+        status, _, err = self.run_main(self.definition(tool="tb-redistribute", ranks=[1]))
+        self.assertEqual(status, 1)
+        self.assertIn("has no 'results'", err)
+        status, _, err = self.run_main(self.definition(tool="tb-bench", ranks=[1]))
+        self.assertEqual(status, 1)
+        self.assertIn("not the benchmark it should be", err)
+        self.assertFalse(os.path.exists(self.store))
+
+
 class FinalizeHang(unittest.TestCase):
     def test_complete_results_then_a_hang_is_stopped_and_marked(self):
         with tempfile.TemporaryDirectory() as tmp:
