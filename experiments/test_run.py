@@ -144,6 +144,12 @@ class Store(unittest.TestCase):
                 text = f.read()
             self.assertIn("#SBATCH --ntasks=4096", text)
             self.assertIn("--mode cluster", text)
+            self.assertNotIn("--args", text)
+            with redirect_stdout(io.StringIO()):
+                run.main([os.path.join(HERE, "definitions", "cluster", "fig7_pencil_strong.json"), "--mode", "cluster",
+                          "--slurm", script, "--args", '{"--max-seconds": "5"}'])
+            with open(script) as f:
+                self.assertIn("""--args '{"--max-seconds": "5"}'""", f.read())
 
 
 class ShippedDefinitions(unittest.TestCase):
