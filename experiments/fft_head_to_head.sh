@@ -12,6 +12,8 @@
 #   TB_H2H_RANKS=2 TB_H2H_MAX_SECONDS=20 TB_H2H_METHODS=all   (environment knobs)
 #   TB_H2H_BIN=build/openmpi/bin TB_H2H_OUT=results/fft_head_to_head
 # Writes $TB_H2H_OUT/<size>-np<ranks>-<code>.json and prints the comparison table.
+# Every code starts through experiments/launch.py, the launcher experiments/run.py uses (Open MPI,
+# intra mode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
@@ -29,23 +31,22 @@ fi
   echo "fft_head_to_head: mpi4py-fft missing (Debian package python3-mpi4py-fft; scripts/setup.sh)" >&2
   exit 1
 }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-run=(mpiexec.openmpi --oversubscribe -n)
+launch() { /usr/bin/python3 experiments/launch.py --mpi openmpi --bin "$bin" "$@"; }
 out=${TB_H2H_OUT:-results/fft_head_to_head}
 mkdir -p "$out"
 files=()
 for n in "${sizes[@]}"; do
   shape=$n,$n,$n
   echo "== $shape, $ranks ranks: tb-fft ($methods)"
-  "${run[@]}" "$ranks" "$bin/tb-fft" --shape "$shape" --grid 0 --kind r2c --planner measure --method "$methods" \
-    --backward-destroys-input --max-seconds "$max_s" --json "$out/$n-np$ranks-tb-fft.json" | sed -n '/^  method/,/^$/p'
+  launch -n "$ranks" --out "$out/$n-np$ranks-tb-fft.json" tb-fft --shape "$shape" --grid 0 --kind r2c --planner measure \
+    --method "$methods" --backward-destroys-input --max-seconds "$max_s" | sed -n '/^  method/,/^$/p'
   echo "== $shape, $ranks ranks: FFTW-MPI"
-  "${run[@]}" "$ranks" "$bin/tb-fftw-mpi" --shape "$shape" --max-seconds "$max_s" --json "$out/$n-np$ranks-fftw-mpi.json"
+  launch -n "$ranks" --out "$out/$n-np$ranks-fftw-mpi.json" tb-fftw-mpi --shape "$shape" --max-seconds "$max_s"
   echo "== $shape, $ranks ranks: mpi4py-fft"
-  "${run[@]}" "$ranks" /usr/bin/python3 experiments/mpi4py_fft_bench.py --shape "$shape" --grid slab \
-    --max-seconds "$max_s" --json "$out/$n-np$ranks-mpi4py-fft.json"
+  launch -n "$ranks" --output=--json --out "$out/$n-np$ranks-mpi4py-fft.json" /usr/bin/python3 \
+    experiments/mpi4py_fft_bench.py --shape "$shape" --grid slab --max-seconds "$max_s"
   echo "== $shape, 1 rank: FFTW-MPI (serial reference)"
-  "${run[@]}" 1 "$bin/tb-fftw-mpi" --shape "$shape" --max-seconds "$max_s" --json "$out/$n-np1-fftw-mpi.json"
+  launch -n 1 --out "$out/$n-np1-fftw-mpi.json" tb-fftw-mpi --shape "$shape" --max-seconds "$max_s"
   files+=("$out/$n-np$ranks-tb-fft.json" "$out/$n-np$ranks-fftw-mpi.json" "$out/$n-np$ranks-mpi4py-fft.json"
           "$out/$n-np1-fftw-mpi.json")
 done
