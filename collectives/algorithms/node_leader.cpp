@@ -1,13 +1,13 @@
 #include "collectives/algorithms/node_leader.hpp"
 
+#include "collectives/algorithm_support.hpp"
 #include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
-#include "collectives/algorithm_support.hpp"
-#include "collectives/registry.hpp"
-#include "collectives/settings.hpp"
 #include "collectives/node_layout.hpp"
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/pack.hpp"
+#include "collectives/registry.hpp"
+#include "collectives/settings.hpp"
 
 #include <hwloc.h>
 #include <sched.h>
@@ -15,11 +15,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 namespace tb {
 namespace {
@@ -38,41 +37,42 @@ void cpu_relax() {
 #endif
 }
 
-constexpr std::int64_t kAlign = 64;             // staging slots start on cache lines
+constexpr std::int64_t kAlign = 64;                     // staging slots start on cache lines
 constexpr std::int64_t kChunk = std::int64_t{1} << 30;  // leader messages go in <= 1 GiB pieces
 
 std::int64_t align_up(std::int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The fields each rank publishes per peer, in its control record.
-// S* describe my send side for that peer, R* my receive side. *ADDR is the buffer origin when
-// the region [origin + *LO, origin + *HI) lies in a NodeSharedBuffer the peer maps (else 0);
-// *BLK is blocks per instance, *NB blocks in all (count x *BLK).
+// SEND_* describe my send side for that peer, RECV_* my receive side. *_ORIGIN is the buffer
+// origin when the region [origin + *_LO, origin + *_HI) lies in a NodeSharedBuffer the peer maps
+// (else 0); *_BLOCKS is blocks per instance, *_RUNS contiguous runs in all (count x *_BLOCKS, or
+// 1 for a dense layout).
 enum Field : int {
-  SBYTES, SADDR, SLO, SHI, SCOUNT, SEXTENT, SBLK, SNB,
-  RBYTES, RADDR, RLO, RHI, RCOUNT, REXTENT, RBLK, RNB,
+  SEND_BYTES, SEND_ORIGIN, SEND_LO, SEND_HI, SEND_COUNT, SEND_EXTENT, SEND_BLOCKS, SEND_RUNS,
+  RECV_BYTES, RECV_ORIGIN, RECV_LO, RECV_HI, RECV_COUNT, RECV_EXTENT, RECV_BLOCKS, RECV_RUNS,
   kFields
 };
 // How one on-node pair's data moves.
 enum class Mode { staged, push, pull };
-constexpr int kHeader = 2;  // [0] error seen by this rank as a leader, [1] unused
+constexpr int kRecordHeader = 2;  // [0] whether this rank's leader messages failed, [1] unused
 
 // The NUMA domain this process is bound inside, or -1 (unbound, or bound across domains).
 int numa_domain() {
-  hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) return -1;
+  hwloc_topology_t topology;
+  if (hwloc_topology_init(&topology) != 0) return -1;
   int id = -1;
-  if (hwloc_topology_load(topo) == 0) {
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
-      const int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-      for (int i = 0; i < n; ++i) {
-        hwloc_obj_t numa = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
-        if (n > 1 && hwloc_bitmap_isincluded(set, numa->cpuset)) id = static_cast<int>(numa->os_index);
+  if (hwloc_topology_load(topology) == 0) {
+    hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+    if (hwloc_get_cpubind(topology, cpus, HWLOC_CPUBIND_PROCESS) == 0) {
+      const int domains = hwloc_get_nbobjs_by_type(topology, HWLOC_OBJ_NUMANODE);
+      for (int i = 0; i < domains; ++i) {
+        hwloc_obj_t numa = hwloc_get_obj_by_type(topology, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+        if (domains > 1 && hwloc_bitmap_isincluded(cpus, numa->cpuset)) id = static_cast<int>(numa->os_index);
       }
     }
-    hwloc_bitmap_free(set);
+    hwloc_bitmap_free(cpus);
   }
-  hwloc_topology_destroy(topo);
+  hwloc_topology_destroy(topology);
   return id;
 }
 
@@ -83,53 +83,54 @@ struct NodeState {
   NodeState() { ++g_live_states; }
   NodeState(const NodeState&) = delete;
   NodeState& operator=(const NodeState&) = delete;
-  int P = 0, rank = 0;
-  int nodes = 1, node = 0;  // node count, my node
-  int L = 1, lm = 0;        // ranks on my node, my index among them
-  std::vector<int> node_of, local_of;       // per comm rank
+  int ranks = 0, rank = 0;                 // the communicator's size, my rank in it
+  int nodes = 1, node = 0;                 // node count, my node
+  int ranks_on_node = 1, local_rank = 0;   // ranks on my node, my index among them
+  std::vector<int> node_of, local_rank_of;  // per comm rank
   std::vector<std::vector<int>> members;    // per node: comm ranks, local order
   std::vector<std::vector<int>> leaders;    // per node: comm ranks that lead
-  std::vector<int> pid;                     // per local index
+  std::vector<int> pids;                    // per local rank: its process id
   std::string leader_rule;
-  MPI_Comm shm = MPI_COMM_NULL;    // my node's ranks: windows and barriers
-  MPI_Comm peers = MPI_COMM_NULL;  // a duplicate of the user's communicator for leader messages
-  MPI_Win ctrl_win = MPI_WIN_NULL;
-  std::vector<std::int64_t*> ctrl;  // per local index: its control record (two parities)
-  std::size_t record = 0;           // int64 per parity
-  MPI_Win data_win = MPI_WIN_NULL;
-  std::byte* data = nullptr;
+  MPI_Comm node_comm = MPI_COMM_NULL;     // my node's ranks: windows and barriers
+  MPI_Comm message_comm = MPI_COMM_NULL;  // a duplicate of the user's communicator for leader messages
+  MPI_Win control_window = MPI_WIN_NULL;
+  std::vector<std::int64_t*> control;  // per local rank: its control record (two parities)
+  std::size_t record_size = 0;         // int64 per parity
+  MPI_Win staging_window = MPI_WIN_NULL;
+  std::byte* staging = nullptr;
   // A node of one rank shares nothing: its control records and staging area are private memory,
   // not MPI windows. (MPICH 4.0.2's ch4:ucx can hang in MPI_Finalize after shared windows on
   // one-rank communicators when UCX carries the inter-node traffic; see the README.)
-  std::vector<std::int64_t> private_ctrl;
-  std::unique_ptr<std::byte[]> private_data;
-  std::int64_t capacity = 0, allocations = 0;
+  std::vector<std::int64_t> private_control;
+  std::unique_ptr<std::byte[]> private_staging;
+  std::int64_t capacity = 0, allocations = 0;  // of the staging area
   std::uint64_t calls = 0;
   std::int64_t barriers = 0;  // node barriers passed (the same count on every rank of the node)
 
   std::int64_t& field(int local, int parity, Field f, int peer) const {
-    return ctrl[local][parity * record + kHeader + static_cast<std::size_t>(f) * P + peer];
+    return control[local][parity * record_size + kRecordHeader + static_cast<std::size_t>(f) * ranks + peer];
   }
-  std::int64_t& header(int local, int parity, int i) const { return ctrl[local][parity * record + i]; }
-  // The rank of node `a` that sends node `b` its message and receives the one from `b`.
-  int handler(int a, int b) const {
-    const auto& l = leaders[a];
-    return l[static_cast<std::size_t>(b) % l.size()];
+  std::int64_t& leader_failed(int local, int parity) const { return control[local][parity * record_size]; }
+  // After the two parity records, on a cache line of its own.
+  std::int64_t& barrier_count(int local) const { return control[local][2 * record_size]; }
+  // The rank of node `from` that sends node `to` its message and receives the one from `to`.
+  int pair_leader(int from, int to) const {
+    const auto& candidates = leaders[from];
+    return candidates[static_cast<std::size_t>(to) % candidates.size()];
   }
 
   // A node barrier through the control window: each rank publishes its barrier count (release)
   // and waits until every rank of the node has reached it (acquire); spinning gives way to
-  // sched_yield after a while, so oversubscribed ranks still progress. About 5x faster than
-  // MPI_Barrier on the node communicator for small messages here (tb-bench, 2 ranks).
+  // sched_yield after a while, so oversubscribed ranks still progress. Faster than MPI_Barrier
+  // on the node communicator for small messages (measured with tb-bench).
   // MPI_Win_sync keeps MPI's separate memory model satisfied around it.
-  void sync() {
-    if (L == 1) return;
-    PMPI_Win_sync(ctrl_win);
-    if (data_win != MPI_WIN_NULL) PMPI_Win_sync(data_win);
+  void barrier() {
+    if (ranks_on_node == 1) return;
+    sync_windows();
     const std::int64_t target = ++barriers;
-    std::atomic_ref<std::int64_t>(ctrl[lm][2 * record]).store(target, std::memory_order_release);
-    for (int l = 0; l < L; ++l) {
-      std::atomic_ref<std::int64_t> count(ctrl[l][2 * record]);
+    std::atomic_ref<std::int64_t>(barrier_count(local_rank)).store(target, std::memory_order_release);
+    for (int local = 0; local < ranks_on_node; ++local) {
+      std::atomic_ref<std::int64_t> count(barrier_count(local));
       for (int spin = 0; count.load(std::memory_order_acquire) < target; ++spin) {
         if (spin < 2000) {
           cpu_relax();
@@ -138,134 +139,143 @@ struct NodeState {
         }
       }
     }
-    PMPI_Win_sync(ctrl_win);
-    if (data_win != MPI_WIN_NULL) PMPI_Win_sync(data_win);
+    sync_windows();
   }
 
-  void free_data_window() {
-    private_data.reset();
-    if (data_win == MPI_WIN_NULL) {
-      data = nullptr;
-      capacity = 0;
-      return;
+  void sync_windows() const {
+    PMPI_Win_sync(control_window);
+    if (staging_window != MPI_WIN_NULL) PMPI_Win_sync(staging_window);
+  }
+
+  void free_staging() {
+    private_staging.reset();
+    if (staging_window != MPI_WIN_NULL) {
+      PMPI_Win_unlock_all(staging_window);
+      PMPI_Win_free(&staging_window);
     }
-    PMPI_Win_unlock_all(data_win);
-    PMPI_Win_free(&data_win);
-    data = nullptr;
+    staging = nullptr;
     capacity = 0;
   }
 
-  // Collective over shm; every rank asks for the same `bytes`.
+  // Grows the staging area to at least `bytes`. Collective over node_comm when it grows; every
+  // rank asks for the same `bytes`.
   void reserve(std::int64_t bytes) {
     if (bytes <= capacity) return;
     const std::int64_t want = std::max(bytes, capacity + capacity / 2);  // before freeing resets capacity
-    free_data_window();
-    if (L == 1) {
-      private_data = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(want));
-      data = private_data.get();
-      capacity = want;
-      ++allocations;
-      return;
+    free_staging();
+    if (ranks_on_node == 1) {
+      private_staging = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(want));
+      staging = private_staging.get();
+    } else {
+      const MPI_Aint mine = local_rank == 0 ? static_cast<MPI_Aint>(want) : 0;
+      void* base = nullptr;
+      TB_MPI_CHECK(PMPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, node_comm, &base, &staging_window));
+      MPI_Aint size = 0;
+      int unit = 0;
+      TB_MPI_CHECK(PMPI_Win_shared_query(staging_window, 0, &size, &unit, &base));
+      TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, staging_window));
+      staging = static_cast<std::byte*>(base);
     }
-    const MPI_Aint mine = lm == 0 ? static_cast<MPI_Aint>(want) : 0;
-    void* base = nullptr;
-    TB_MPI_CHECK(PMPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, shm, &base, &data_win));
-    MPI_Aint size = 0;
-    int unit = 0;
-    TB_MPI_CHECK(PMPI_Win_shared_query(data_win, 0, &size, &unit, &base));
-    TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, data_win));
-    data = static_cast<std::byte*>(base);
     capacity = want;
     ++allocations;
   }
 
   ~NodeState() {
     --g_live_states;
-    free_data_window();
-    if (ctrl_win != MPI_WIN_NULL) {
-      PMPI_Win_unlock_all(ctrl_win);
-      PMPI_Win_free(&ctrl_win);
+    free_staging();
+    if (control_window != MPI_WIN_NULL) {
+      PMPI_Win_unlock_all(control_window);
+      PMPI_Win_free(&control_window);
     }
-    if (peers != MPI_COMM_NULL) PMPI_Comm_free(&peers);
-    if (shm != MPI_COMM_NULL) PMPI_Comm_free(&shm);
+    if (message_comm != MPI_COMM_NULL) PMPI_Comm_free(&message_comm);
+    if (node_comm != MPI_COMM_NULL) PMPI_Comm_free(&node_comm);
   }
 };
 
-
-NodeState* create_state(MPI_Comm comm) {
-  const NodeLeaderRule rule = settings().node_leaders.get();
-  const NodeLayout& layout = node_layout(comm);
-  auto state = std::make_unique<NodeState>();
-  NodeState& st = *state;
-  TB_MPI_CHECK(PMPI_Comm_size(comm, &st.P));
-  TB_MPI_CHECK(PMPI_Comm_rank(comm, &st.rank));
-  TB_MPI_CHECK(PMPI_Comm_dup(layout.node_comm, &st.shm));
-  TB_MPI_CHECK(PMPI_Comm_dup(comm, &st.peers));
-  TB_MPI_CHECK(PMPI_Comm_set_errhandler(st.peers, MPI_ERRORS_RETURN));
-  st.L = layout.node_size;
-  st.lm = layout.node_rank;
-  st.nodes = layout.nodes;
-  st.node = layout.node;
-
-  // Who leads on my node.
-  std::vector<int> lead(static_cast<std::size_t>(st.L), 0);
+// Which ranks of my node lead, per local rank (1 = leads), by the TB_NODE_LEADERS rule; names
+// the rule in state.leader_rule.
+std::vector<int> choose_leaders(const NodeLeaderRule& rule, NodeState& state) {
+  std::vector<int> leads(static_cast<std::size_t>(state.ranks_on_node), 0);
   if (rule.numa) {
     const int mine = numa_domain();
-    std::vector<int> domains(static_cast<std::size_t>(st.L));
-    TB_MPI_CHECK(PMPI_Allgather(&mine, 1, MPI_INT, domains.data(), 1, MPI_INT, st.shm));
-    for (int l = 0; l < st.L; ++l)
-      lead[l] = std::find(domains.begin(), domains.end(), domains[l]) - domains.begin() == l;
-    st.leader_rule = "numa (hwloc)";
+    std::vector<int> domains(static_cast<std::size_t>(state.ranks_on_node));
+    TB_MPI_CHECK(PMPI_Allgather(&mine, 1, MPI_INT, domains.data(), 1, MPI_INT, state.node_comm));
+    for (int local = 0; local < state.ranks_on_node; ++local)  // the first rank of each domain
+      leads[local] = std::find(domains.begin(), domains.end(), domains[local]) - domains.begin() == local;
+    state.leader_rule = "numa (hwloc)";
   } else {
-    const int leaders = std::min(rule.per_node, st.L);
-    for (int i = 0; i < leaders; ++i) lead[static_cast<std::size_t>(i) * st.L / leaders] = 1;
-    st.leader_rule = rule.per_node == 1 ? "first rank" : std::to_string(rule.per_node) + " per node";
+    const int count = std::min(rule.per_node, state.ranks_on_node);
+    for (int i = 0; i < count; ++i) leads[static_cast<std::size_t>(i) * state.ranks_on_node / count] = 1;
+    state.leader_rule = rule.per_node == 1 ? "first rank" : std::to_string(rule.per_node) + " per node";
   }
+  return leads;
+}
 
-  // Every rank learns every rank's node, local index, leader role and process id.
-  const std::int64_t me[4] = {st.node, st.lm, lead[st.lm], getpid()};
-  std::vector<std::int64_t> all(4 * static_cast<std::size_t>(st.P));
-  TB_MPI_CHECK(PMPI_Allgather(me, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, st.peers));
-  st.node_of.resize(st.P);
-  st.local_of.resize(st.P);
-  st.members.assign(st.nodes, {});
-  st.leaders.assign(st.nodes, {});
-  for (int p = 0; p < st.P; ++p) {
-    st.node_of[p] = static_cast<int>(all[4 * p]);
-    st.local_of[p] = static_cast<int>(all[4 * p + 1]);
+// Every rank learns every rank's node, local rank, leader role and process id.
+void learn_ranks(const std::vector<int>& leads, NodeState& state) {
+  const std::int64_t mine[4] = {state.node, state.local_rank, leads[state.local_rank], getpid()};
+  std::vector<std::int64_t> all(4 * static_cast<std::size_t>(state.ranks));
+  TB_MPI_CHECK(PMPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, state.message_comm));
+  state.node_of.resize(state.ranks);
+  state.local_rank_of.resize(state.ranks);
+  state.members.assign(state.nodes, {});
+  state.leaders.assign(state.nodes, {});
+  for (int rank = 0; rank < state.ranks; ++rank) {
+    state.node_of[rank] = static_cast<int>(all[4 * rank]);
+    state.local_rank_of[rank] = static_cast<int>(all[4 * rank + 1]);
   }
-  for (int p = 0; p < st.P; ++p) {  // local order = rank order within the node (node_comm's key)
-    st.members[st.node_of[p]].push_back(p);
-    if (all[4 * p + 2]) st.leaders[st.node_of[p]].push_back(p);
+  for (int rank = 0; rank < state.ranks; ++rank) {  // local order = rank order within the node (node_comm's key)
+    state.members[state.node_of[rank]].push_back(rank);
+    if (all[4 * rank + 2]) state.leaders[state.node_of[rank]].push_back(rank);
   }
-  for (int p : st.members[st.node]) st.pid.push_back(static_cast<int>(all[4 * p + 3]));
+  for (int rank : state.members[state.node]) state.pids.push_back(static_cast<int>(all[4 * rank + 3]));
+}
 
-  // The control window: two parity records per rank.
-  st.record = kHeader + static_cast<std::size_t>(kFields) * st.P;
-  if (st.L == 1) {
-    st.private_ctrl.assign(2 * st.record + 8, 0);
-    st.ctrl.push_back(st.private_ctrl.data());
-    return state.release();
+// The control records: two parity records per rank, then the barrier count on a cache line of
+// its own; in a shared window, or private memory on a node of one rank.
+void create_control(NodeState& state) {
+  state.record_size = kRecordHeader + static_cast<std::size_t>(kFields) * state.ranks;
+  const std::size_t words = 2 * state.record_size + 8;
+  if (state.ranks_on_node == 1) {
+    state.private_control.assign(words, 0);
+    state.control.push_back(state.private_control.data());
+    return;
   }
   void* base = nullptr;
   MPI_Info info = MPI_INFO_NULL;
   TB_MPI_CHECK(PMPI_Info_create(&info));
   PMPI_Info_set(info, "alloc_shared_noncontig", "true");
-  // Two parity records, then the barrier count on a cache line of its own.
-  const int rc = PMPI_Win_allocate_shared(static_cast<MPI_Aint>((2 * st.record + 8) * sizeof(std::int64_t)),
-                                          sizeof(std::int64_t), info, st.shm, &base, &st.ctrl_win);
+  const int rc = PMPI_Win_allocate_shared(static_cast<MPI_Aint>(words * sizeof(std::int64_t)), sizeof(std::int64_t),
+                                          info, state.node_comm, &base, &state.control_window);
   PMPI_Info_free(&info);
   TB_MPI_CHECK(rc);
-  for (int l = 0; l < st.L; ++l) {
+  for (int local = 0; local < state.ranks_on_node; ++local) {
     MPI_Aint size = 0;
     int unit = 0;
-    void* rec = nullptr;
-    TB_MPI_CHECK(PMPI_Win_shared_query(st.ctrl_win, l, &size, &unit, &rec));
-    st.ctrl.push_back(static_cast<std::int64_t*>(rec));
+    void* record = nullptr;
+    TB_MPI_CHECK(PMPI_Win_shared_query(state.control_window, local, &size, &unit, &record));
+    state.control.push_back(static_cast<std::int64_t*>(record));
   }
-  std::memset(st.ctrl[st.lm], 0, (2 * st.record + 8) * sizeof(std::int64_t));
-  TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, st.ctrl_win));
-  TB_MPI_CHECK(PMPI_Barrier(st.shm));  // every record is zeroed before anyone counts barriers
+  std::memset(state.control[state.local_rank], 0, words * sizeof(std::int64_t));
+  TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, state.control_window));
+  TB_MPI_CHECK(PMPI_Barrier(state.node_comm));  // every record is zeroed before anyone counts barriers
+}
+
+NodeState* create_state(MPI_Comm comm) {
+  const NodeLeaderRule rule = settings().node_leaders.get();
+  const NodeLayout& layout = node_layout(comm);
+  auto state = std::make_unique<NodeState>();
+  TB_MPI_CHECK(PMPI_Comm_size(comm, &state->ranks));
+  TB_MPI_CHECK(PMPI_Comm_rank(comm, &state->rank));
+  TB_MPI_CHECK(PMPI_Comm_dup(layout.node_comm, &state->node_comm));
+  TB_MPI_CHECK(PMPI_Comm_dup(comm, &state->message_comm));
+  TB_MPI_CHECK(PMPI_Comm_set_errhandler(state->message_comm, MPI_ERRORS_RETURN));
+  state->ranks_on_node = layout.node_size;
+  state->local_rank = layout.node_rank;
+  state->nodes = layout.nodes;
+  state->node = layout.node;
+  learn_ranks(choose_leaders(rule, *state), *state);
+  create_control(*state);
   return state.release();
 }
 
@@ -273,19 +283,23 @@ NodeState* find_state(MPI_Comm comm) { return CommCache<NodeState>::find(comm); 
 
 NodeState& node_state(MPI_Comm comm) { return CommCache<NodeState>::get(comm, create_state); }
 
-
 void note(std::string& error, const std::string& text) {
   if (error.empty()) error = text;
 }
 
+std::string size_mismatch(int sender, std::int64_t sent, int receiver, std::int64_t expected) {
+  return "node_leader: rank " + std::to_string(sender) + " sends " + std::to_string(sent) + " bytes to rank " +
+         std::to_string(receiver) + ", which expects " + std::to_string(expected) + " (type signatures differ)";
+}
+
 // The span [lo, hi) of bytes that `count` instances of a layout touch, relative to the origin.
-void span_of(const TypeLayout& l, std::int64_t count, std::int64_t& lo, std::int64_t& hi) {
-  lo = hi = l.blocks.front().offset;
-  for (const ByteBlock& b : l.blocks) {
-    lo = std::min(lo, b.offset);
-    hi = std::max(hi, b.offset + b.length);
+void span_of(const TypeLayout& layout, std::int64_t count, std::int64_t& lo, std::int64_t& hi) {
+  lo = hi = layout.blocks.front().offset;
+  for (const ByteBlock& block : layout.blocks) {
+    lo = std::min(lo, block.offset);
+    hi = std::max(hi, block.offset + block.length);
   }
-  const std::int64_t shift = (count - 1) * l.extent;
+  const std::int64_t shift = (count - 1) * layout.extent;
   lo += std::min<std::int64_t>(shift, 0);
   hi += std::max<std::int64_t>(shift, 0);
 }
@@ -295,289 +309,451 @@ void span_of(const TypeLayout& l, std::int64_t count, std::int64_t& lo, std::int
 int node_leader_live_states() { return g_live_states; }
 
 NodeLeaderStats node_leader_stats(MPI_Comm comm) {
-  NodeLeaderStats s;
-  if (const NodeState* st = find_state(comm)) {
-    s.window_allocations = st->allocations;
-    s.window_bytes = st->capacity;
-    s.shared_windows = st->ctrl_win != MPI_WIN_NULL;
-    s.leaders_on_my_node = static_cast<int>(st->leaders[st->node].size());
-    s.leader_rule = st->leader_rule;
+  NodeLeaderStats stats;
+  if (const NodeState* state = find_state(comm)) {
+    stats.window_allocations = state->allocations;
+    stats.window_bytes = state->capacity;
+    stats.shared_windows = state->control_window != MPI_WIN_NULL;
+    stats.leaders_on_my_node = static_cast<int>(state->leaders[state->node].size());
+    stats.leader_rule = state->leader_rule;
   }
-  return s;
+  return stats;
 }
 
-void NodeLeaderAlltoallw::exchange(const AlltoallwArgs& a, const AlltoallwComm&) {
-  const NodeLeaderCopy copy_mode = settings().node_leader_copy.get();
+// One call: its arguments, this node's state, the plan every rank of the node derives from what
+// all of them published (the same plan on each), and the protocol's steps in the order
+// exchange() runs them. The first inconsistency seen goes to `error`, thrown only after the
+// protocol has completed so that no rank of the node is left waiting.
+struct NodeLeaderAlltoallw::Call {
+  Call(NodeLeaderAlltoallw& algorithm, const AlltoallwArgs& args, NodeLeaderCopy copy);
 
-  NodeState& st = node_state(a.comm);
-  const bool in_place = a.sendbuf == MPI_IN_PLACE;
-  const void* sbuf = in_place ? a.recvbuf : a.sendbuf;
-  const int* scount = in_place ? a.recvcounts : a.sendcounts;
-  const int* sdispl = in_place ? a.rdispls : a.sdispls;
-  const MPI_Datatype* stype = in_place ? a.recvtypes : a.sendtypes;
-  const int P = st.P, me = st.rank, lm = st.lm, L = st.L, N = st.nodes, node = st.node;
-  const auto& local = st.members[node];
-  const int par = static_cast<int>(++st.calls & 1);
-  const bool direct_allowed = copy_mode == NodeLeaderCopy::automatic && !in_place;
-  std::string error;  // the first inconsistency seen; thrown after the protocol completes
+  void publish();                  // 1. both sides of every peer; B1
+  void plan();                     // 2. direct or staged per on-node pair; the staging layout
+  void check_sizes();              //    what this rank can check of its receives before they move
+  void stage();                    // 3. pack staged data, publish block lists; B2
+  void start_leader_messages();    // 4. one message each way per node pair, by the leaders
+  void push_on_node();             //    direct copies into partners' shared receive arrays
+  void pull_on_node();             //    direct copies from partners' send arrays, staged slots
+  void finish_leader_messages();   //    wait, check, tell the node; B3
+  void unpack_from_other_nodes();  // 5. what the leaders received for this rank; B4
+  std::string path() const;
 
-  // 1. Publish both sides of every peer, and where my arrays are readable by on-node peers.
-  slayout_.assign(P, nullptr);
-  rlayout_.assign(P, nullptr);
-  st.header(lm, par, 0) = 0;
-  for (int p = 0; p < P; ++p) {
-    std::int64_t v[kFields] = {};
-    const bool on_node_peer = p != me && st.node_of[p] == node;
-    const int peer_pid = on_node_peer ? st.pid[st.local_of[p]] : 0;
-    if (scount[p] > 0) {
-      slayout_[p] = type_layout(stype[p]);
-      const TypeLayout& l = *slayout_[p];
-      v[SBYTES] = scount[p] * l.size;
-      v[SCOUNT] = scount[p];
-      v[SEXTENT] = l.extent;
-      v[SBLK] = static_cast<std::int64_t>(l.blocks.size());
-      v[SNB] = l.dense() ? 1 : v[SBLK] * scount[p];  // contiguous runs in all
-      if (v[SBYTES] > 0 && on_node_peer && direct_allowed) {
-        span_of(l, scount[p], v[SLO], v[SHI]);
-        const std::byte* origin = at(sbuf, sdispl[p]);
-        if (readable_by(origin + v[SLO], v[SHI] - v[SLO], peer_pid))
-          v[SADDR] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(origin));
-      }
-    }
-    if (a.recvcounts[p] > 0) {
-      rlayout_[p] = type_layout(a.recvtypes[p]);
-      const TypeLayout& l = *rlayout_[p];
-      v[RBYTES] = a.recvcounts[p] * l.size;
-      v[RCOUNT] = a.recvcounts[p];
-      v[REXTENT] = l.extent;
-      v[RBLK] = static_cast<std::int64_t>(l.blocks.size());
-      v[RNB] = l.dense() ? 1 : v[RBLK] * a.recvcounts[p];
-      if (v[RBYTES] > 0 && on_node_peer && direct_allowed) {
-        span_of(l, a.recvcounts[p], v[RLO], v[RHI]);
-        std::byte* origin = at(a.recvbuf, a.rdispls[p]);
-        if (readable_by(origin + v[RLO], v[RHI] - v[RLO], peer_pid))
-          v[RADDR] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(origin));
-      }
-    }
-    for (int f = 0; f < kFields; ++f) st.field(lm, par, static_cast<Field>(f), p) = v[f];
+  // The plan, read from the published records (the same on every rank of the node). field():
+  // what local rank `local` published for comm rank `peer` in this call.
+  std::int64_t field(int local, Field f, int peer) const { return state.field(local, parity, f, peer); }
+  Mode mode(int local, int dest) const;
+  std::int64_t slot_bytes(int local, int dest) const;
+  std::int64_t header_bytes(int other_node) const;
+  std::int64_t list_bytes(int local, int partner) const;
+  std::int64_t& staged_for(int local, int to_node) const {
+    return staged_bytes[static_cast<std::size_t>(local) * nodes + to_node];
   }
-  st.sync();  // B1
+  bool sizes_match(int sender) const {
+    return field(state.local_rank_of[sender], SEND_BYTES, me) == field(local_rank, RECV_BYTES, sender);
+  }
+  const ByteBlock* published_blocks(int local, int partner, bool receive_list) const;
 
-  // 2. Everyone derives the same decisions and staging layout from the published values.
-  auto F = [&](int l, Field f, int p) { return st.field(l, par, f, p); };
-  // The on-node pair (local l -> comm rank d): a direct copy by whichever side's own layout is
-  // more fragmented (it then walks its own array in address order), or staged.
-  auto mode = [&](int l, int d) -> Mode {
-    if (d == local[l] || st.node_of[d] != node || F(l, SBYTES, d) == 0) return Mode::staged;
-    const int ld = st.local_of[d];
-    const bool can_pull = F(l, SADDR, d) != 0, can_push = F(ld, RADDR, local[l]) != 0;
-    if (can_push && can_pull) return F(l, SNB, d) > F(ld, RNB, local[l]) ? Mode::push : Mode::pull;
-    return can_push ? Mode::push : can_pull ? Mode::pull : Mode::staged;
-  };
-  auto staged_size = [&](int l, int d) -> std::int64_t {
-    if (d == local[l] || mode(l, d) != Mode::staged) return 0;
-    return align_up(F(l, SBYTES, d));
-  };
-  auto header_bytes = [&](int other) -> std::int64_t {
-    return other == node ? 0 : align_up(8 * static_cast<std::int64_t>(L) * static_cast<std::int64_t>(st.members[other].size()));
-  };
-  // Block lists published for direct copies: for the pair (l -> d), l's send list when d pulls,
-  // d's receive list when l pushes; list_bytes(l) = what local rank l publishes.
-  auto list_bytes = [&](int l, int p) -> std::int64_t {  // what l publishes for partner p
-    std::int64_t b = 0;
-    if (mode(l, p) == Mode::pull) b += F(l, SBLK, p);
-    const int lp = st.node_of[p] == node ? st.local_of[p] : -1;
-    if (lp >= 0 && p != local[l] && mode(lp, local[l]) == Mode::push) b += F(l, RBLK, p);
-    return b * static_cast<std::int64_t>(sizeof(ByteBlock));
-  };
-  std::vector<std::int64_t>& rows = offsets_;  // rows[l * N + X]: bytes local rank l stages for node X
-  rows.assign(static_cast<std::size_t>(L) * N, 0);
-  bool any_direct = false;
-  for (int l = 0; l < L; ++l)
-    for (int d = 0; d < P; ++d) {
-      rows[static_cast<std::size_t>(l) * N + st.node_of[d]] += staged_size(l, d);
-      any_direct = any_direct || (st.node_of[d] == node && d != local[l] && mode(l, d) != Mode::staged);
+  // Parts of the steps.
+  void lay_out_staging();
+  void pack_staged();
+  void publish_block_lists();
+  void post(bool outgoing, int peer, std::byte* buffer, std::int64_t bytes);
+  void add_pull(int sender_local);
+  void add_staged_on_node(int sender_local);
+  void add_self_copy(MergedCopy& copy) const;
+  void unpack_from(int from_node);
+
+  NodeState& state;
+  const AlltoallwArgs& args;
+  const SendSide send;  // the send arguments, or the receive side under MPI_IN_PLACE
+  const bool in_place;
+  const bool direct_allowed;  // TB_NODE_LEADER_COPY allows direct copies, and not in place
+  const int parity;           // which of the two control records this call uses
+  const int ranks, me, nodes, node, ranks_on_node, local_rank;
+  const std::vector<int>& node_ranks;  // my node's comm ranks, in local order
+
+  // The algorithm's tables (node_leader.hpp), which the steps fill.
+  std::vector<std::shared_ptr<const TypeLayout>>& send_layouts;
+  std::vector<std::shared_ptr<const TypeLayout>>& recv_layouts;
+  std::vector<std::int64_t>& staged_bytes;
+  std::vector<std::int64_t>& out_offset;
+  std::vector<std::int64_t>& out_bytes;
+  std::vector<std::int64_t>& in_offset;
+  std::vector<std::int64_t>& in_bytes;
+  std::vector<std::int64_t>& list_offsets;
+  std::vector<MPI_Request>& requests;
+  std::vector<std::int64_t>& expected_bytes;
+  std::vector<MPI_Status>& statuses;
+  MergedCopy& by_source;
+  MergedCopy& by_dest;
+
+  bool any_direct = false;      // some on-node pair of the node copies directly
+  bool any_push = false;        // this rank pushes to some partner
+  bool self_copy = false;       // this rank copies its own block (not in place, sizes match)
+  bool self_by_source = false;  // ... in the stream over its send array (the more fragmented)
+  int messages = 0, pushed = 0, pulled = 0, staged = 0;  // for the path
+  std::string error;
+  std::string leader_error;  // the first failure of this rank's leader messages
+};
+
+NodeLeaderAlltoallw::Call::Call(NodeLeaderAlltoallw& algorithm, const AlltoallwArgs& args, NodeLeaderCopy copy)
+    : state(node_state(args.comm)),
+      args(args),
+      send(send_side(args)),
+      in_place(args.sendbuf == MPI_IN_PLACE),
+      direct_allowed(copy == NodeLeaderCopy::automatic && !in_place),
+      parity(static_cast<int>(++state.calls & 1)),
+      ranks(state.ranks),
+      me(state.rank),
+      nodes(state.nodes),
+      node(state.node),
+      ranks_on_node(state.ranks_on_node),
+      local_rank(state.local_rank),
+      node_ranks(state.members[state.node]),
+      send_layouts(algorithm.send_layouts_),
+      recv_layouts(algorithm.recv_layouts_),
+      staged_bytes(algorithm.staged_bytes_),
+      out_offset(algorithm.out_offset_),
+      out_bytes(algorithm.out_bytes_),
+      in_offset(algorithm.in_offset_),
+      in_bytes(algorithm.in_bytes_),
+      list_offsets(algorithm.list_offsets_),
+      requests(algorithm.requests_),
+      expected_bytes(algorithm.expected_bytes_),
+      statuses(algorithm.statuses_),
+      by_source(algorithm.by_source_),
+      by_dest(algorithm.by_dest_) {}
+
+// 1. Publish both sides of every peer, and where my arrays are readable by on-node peers; B1.
+void NodeLeaderAlltoallw::Call::publish() {
+  send_layouts.assign(ranks, nullptr);
+  recv_layouts.assign(ranks, nullptr);
+  state.leader_failed(local_rank, parity) = 0;
+  for (int peer = 0; peer < ranks; ++peer) {
+    std::int64_t value[kFields] = {};
+    const bool shareable = direct_allowed && peer != me && state.node_of[peer] == node;
+    const int peer_pid = shareable ? state.pids[state.local_rank_of[peer]] : 0;
+    if (send.counts[peer] > 0) {
+      send_layouts[peer] = type_layout(send.types[peer]);
+      const TypeLayout& layout = *send_layouts[peer];
+      value[SEND_BYTES] = send.counts[peer] * layout.size;
+      value[SEND_COUNT] = send.counts[peer];
+      value[SEND_EXTENT] = layout.extent;
+      value[SEND_BLOCKS] = static_cast<std::int64_t>(layout.blocks.size());
+      value[SEND_RUNS] = layout.dense() ? 1 : value[SEND_BLOCKS] * send.counts[peer];
+      if (value[SEND_BYTES] > 0 && shareable) {
+        span_of(layout, send.counts[peer], value[SEND_LO], value[SEND_HI]);
+        const std::byte* origin = at(send.buf, send.displs[peer]);
+        if (readable_by(origin + value[SEND_LO], value[SEND_HI] - value[SEND_LO], peer_pid))
+          value[SEND_ORIGIN] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(origin));
+      }
     }
-  // Per-call tables live in the object: once warm, a call allocates nothing.
-  auto& out_base = out_base_;
-  auto& out_size = out_size_;
-  auto& in_base = in_base_;
-  auto& in_size = in_size_;
-  out_base.assign(N, 0);
-  out_size.assign(N, 0);
-  in_base.assign(N, 0);
-  in_size.assign(N, 0);
+    if (args.recvcounts[peer] > 0) {
+      recv_layouts[peer] = type_layout(args.recvtypes[peer]);
+      const TypeLayout& layout = *recv_layouts[peer];
+      value[RECV_BYTES] = args.recvcounts[peer] * layout.size;
+      value[RECV_COUNT] = args.recvcounts[peer];
+      value[RECV_EXTENT] = layout.extent;
+      value[RECV_BLOCKS] = static_cast<std::int64_t>(layout.blocks.size());
+      value[RECV_RUNS] = layout.dense() ? 1 : value[RECV_BLOCKS] * args.recvcounts[peer];
+      if (value[RECV_BYTES] > 0 && shareable) {
+        span_of(layout, args.recvcounts[peer], value[RECV_LO], value[RECV_HI]);
+        std::byte* origin = at(args.recvbuf, args.rdispls[peer]);
+        if (readable_by(origin + value[RECV_LO], value[RECV_HI] - value[RECV_LO], peer_pid))
+          value[RECV_ORIGIN] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(origin));
+      }
+    }
+    for (int f = 0; f < kFields; ++f) state.field(local_rank, parity, static_cast<Field>(f), peer) = value[f];
+  }
+  state.barrier();  // B1
+}
+
+// The on-node pair (local rank `local` -> comm rank `dest`): a direct copy by whichever side's
+// own layout is more fragmented (it then walks its own array in address order), or staged.
+// Pairs with other nodes, and self, count as staged here.
+Mode NodeLeaderAlltoallw::Call::mode(int local, int dest) const {
+  const int sender = node_ranks[local];
+  if (dest == sender || state.node_of[dest] != node || field(local, SEND_BYTES, dest) == 0) return Mode::staged;
+  const int dest_local = state.local_rank_of[dest];
+  const bool can_pull = field(local, SEND_ORIGIN, dest) != 0;
+  const bool can_push = field(dest_local, RECV_ORIGIN, sender) != 0;
+  if (can_push && can_pull)
+    return field(local, SEND_RUNS, dest) > field(dest_local, RECV_RUNS, sender) ? Mode::push : Mode::pull;
+  return can_push ? Mode::push : can_pull ? Mode::pull : Mode::staged;
+}
+
+// The staging slot of the pair (local rank `local` -> comm rank `dest`), padded to a cache line:
+// 0 unless the pair goes through the staging window.
+std::int64_t NodeLeaderAlltoallw::Call::slot_bytes(int local, int dest) const {
+  if (dest == node_ranks[local] || mode(local, dest) != Mode::staged) return 0;
+  return align_up(field(local, SEND_BYTES, dest));
+}
+
+// The size header of the message between my node and `other_node`: one int64 per pair of a rank
+// on the sending node and a rank on the receiving node.
+std::int64_t NodeLeaderAlltoallw::Call::header_bytes(int other_node) const {
+  if (other_node == node) return 0;
+  return align_up(8 * static_cast<std::int64_t>(ranks_on_node) *
+                  static_cast<std::int64_t>(state.members[other_node].size()));
+}
+
+// What local rank `local` publishes for the direct copies with comm rank `partner`: its send
+// block list when the partner pulls from it, then its receive block list when the partner
+// pushes to it.
+std::int64_t NodeLeaderAlltoallw::Call::list_bytes(int local, int partner) const {
+  std::int64_t blocks = 0;
+  if (mode(local, partner) == Mode::pull) blocks += field(local, SEND_BLOCKS, partner);
+  const int partner_local = state.node_of[partner] == node ? state.local_rank_of[partner] : -1;
+  if (partner_local >= 0 && partner != node_ranks[local] && mode(partner_local, node_ranks[local]) == Mode::push)
+    blocks += field(local, RECV_BLOCKS, partner);
+  return blocks * static_cast<std::int64_t>(sizeof(ByteBlock));
+}
+
+// Where local rank `local`'s published block list for comm rank `partner` lies: its send list,
+// or (receive_list) its receive list.
+const ByteBlock* NodeLeaderAlltoallw::Call::published_blocks(int local, int partner, bool receive_list) const {
+  std::int64_t offset = list_offsets[static_cast<std::size_t>(local) * ranks_on_node + state.local_rank_of[partner]];
+  if (receive_list && mode(local, partner) == Mode::pull)
+    offset += field(local, SEND_BLOCKS, partner) * static_cast<std::int64_t>(sizeof(ByteBlock));
+  return reinterpret_cast<const ByteBlock*>(state.staging + offset);
+}
+
+// 2. Every rank derives the same plan from the published records: how each on-node pair moves,
+// what each rank stages for each node, and from that the staging window's layout.
+void NodeLeaderAlltoallw::Call::plan() {
+  staged_bytes.assign(static_cast<std::size_t>(ranks_on_node) * nodes, 0);
+  any_direct = false;
+  for (int local = 0; local < ranks_on_node; ++local)
+    for (int dest = 0; dest < ranks; ++dest) {
+      staged_for(local, state.node_of[dest]) += slot_bytes(local, dest);
+      any_direct = any_direct ||
+                   (state.node_of[dest] == node && dest != node_ranks[local] && mode(local, dest) != Mode::staged);
+    }
+  lay_out_staging();
+  any_push = false;
+  for (int dest : node_ranks) any_push = any_push || (dest != me && mode(local_rank, dest) == Mode::push);
+}
+
+// The staging window: per other node, what my node sends it (size header, then each local
+// rank's staged data in local order); my node's on-node slots the same way without a header;
+// per other node, where its message lands; then, when any pair copies directly, the block lists.
+// Grows the window (collective on the node; every rank reaches the same size).
+void NodeLeaderAlltoallw::Call::lay_out_staging() {
+  out_offset.assign(nodes, 0);
+  out_bytes.assign(nodes, 0);
+  in_offset.assign(nodes, 0);
+  in_bytes.assign(nodes, 0);
   std::int64_t total = 0;
-  for (int X = 0; X < N; ++X) {
-    out_base[X] = total;
-    out_size[X] = header_bytes(X);
-    for (int l = 0; l < L; ++l) out_size[X] += rows[static_cast<std::size_t>(l) * N + X];
-    total += out_size[X];
+  for (int to_node = 0; to_node < nodes; ++to_node) {
+    out_offset[to_node] = total;
+    out_bytes[to_node] = header_bytes(to_node);
+    for (int local = 0; local < ranks_on_node; ++local) out_bytes[to_node] += staged_for(local, to_node);
+    total += out_bytes[to_node];
   }
-  for (int Y = 0; Y < N; ++Y) {
-    if (Y == node) continue;
-    in_base[Y] = total;
-    in_size[Y] = header_bytes(Y);
-    for (int s : st.members[Y])
-      for (int l = 0; l < L; ++l) in_size[Y] += align_up(F(l, RBYTES, s));
-    total += in_size[Y];
+  for (int from_node = 0; from_node < nodes; ++from_node) {
+    if (from_node == node) continue;
+    in_offset[from_node] = total;
+    in_bytes[from_node] = header_bytes(from_node);
+    for (int sender : state.members[from_node])
+      for (int local = 0; local < ranks_on_node; ++local)
+        in_bytes[from_node] += align_up(field(local, RECV_BYTES, sender));
+    total += in_bytes[from_node];
   }
-  // list_at[l * L + k]: where local rank l's lists for local partner k start.
-  auto& list_at = list_at_;
-  list_at.assign(static_cast<std::size_t>(L) * L, 0);
+  list_offsets.assign(static_cast<std::size_t>(ranks_on_node) * ranks_on_node, 0);
   if (any_direct)
-    for (int l = 0; l < L; ++l)
-      for (int k = 0; k < L; ++k) {
-        list_at[static_cast<std::size_t>(l) * L + k] = total;
-        total += list_bytes(l, local[k]);
+    for (int local = 0; local < ranks_on_node; ++local)
+      for (int partner = 0; partner < ranks_on_node; ++partner) {
+        list_offsets[static_cast<std::size_t>(local) * ranks_on_node + partner] = total;
+        total += list_bytes(local, node_ranks[partner]);
       }
-  st.reserve(total);  // collective on the node when it grows; the same decision everywhere
+  state.reserve(total);
+}
 
-  // Pair checks every rank can make for its own receives (on-node; other nodes: the header).
-  for (int l = 0; l < L; ++l) {
-    const int s = local[l];
-    if (s != me && F(l, SBYTES, me) != F(lm, RBYTES, s))
-      note(error, "node_leader: rank " + std::to_string(s) + " sends " + std::to_string(F(l, SBYTES, me)) +
-                      " bytes to rank " + std::to_string(me) + ", which expects " + std::to_string(F(lm, RBYTES, s)) +
-                      " (type signatures differ)");
+// The checks every rank can make for its own receives before anything moves: what each on-node
+// sender publishes against what this rank expects, and its own block (data from other nodes is
+// checked against the message's header).
+void NodeLeaderAlltoallw::Call::check_sizes() {
+  for (int local = 0; local < ranks_on_node; ++local) {
+    const int sender = node_ranks[local];
+    if (sender != me && field(local, SEND_BYTES, me) != field(local_rank, RECV_BYTES, sender))
+      note(error, size_mismatch(sender, field(local, SEND_BYTES, me), me, field(local_rank, RECV_BYTES, sender)));
   }
-  const bool self_ok = in_place || F(lm, SBYTES, me) == F(lm, RBYTES, me);
+  const std::int64_t sent = field(local_rank, SEND_BYTES, me), expected = field(local_rank, RECV_BYTES, me);
+  const bool self_ok = in_place || sent == expected;
   if (!self_ok)
-    note(error, "node_leader: rank " + std::to_string(me) + " sends itself " + std::to_string(F(lm, SBYTES, me)) +
-                    " bytes but receives " + std::to_string(F(lm, RBYTES, me)));
-  auto pair_ok = [&](int s) { return F(st.local_of[s], SBYTES, me) == F(lm, RBYTES, s); };
-
+    note(error, "node_leader: rank " + std::to_string(me) + " sends itself " + std::to_string(sent) +
+                    " bytes but receives " + std::to_string(expected));
   // The self block joins the stream over the more fragmented of its two layouts.
-  const bool self_copy = !in_place && self_ok && F(lm, SBYTES, me) > 0;
-  const bool self_by_source = F(lm, SNB, me) > F(lm, RNB, me);
-  bool pushes = false;
-  for (int d : local) pushes = pushes || (d != me && mode(lm, d) == Mode::push);
+  self_copy = !in_place && self_ok && sent > 0;
+  self_by_source = field(local_rank, SEND_RUNS, me) > field(local_rank, RECV_RUNS, me);
+}
 
-  // 3. Before B2: pack what is staged (in source order, with the self block when its source
-  //    is the fragmented side and nothing is pushed), publish block lists.
-  MergedCopy& by_source = by_source_;
-  by_source.clear();
-  for (int X = 0; X < N; ++X) {
-    std::int64_t cursor = out_base[X] + header_bytes(X);
-    for (int l = 0; l < lm; ++l) cursor += rows[static_cast<std::size_t>(l) * N + X];
-    const auto& dest = st.members[X];
-    for (std::size_t j = 0; j < dest.size(); ++j) {
-      const int d = dest[j];
-      if (X != node) reinterpret_cast<std::int64_t*>(st.data + out_base[X])[static_cast<std::size_t>(lm) * dest.size() + j] = F(lm, SBYTES, d);
-      if (d == me || staged_size(lm, d) == 0) continue;
-      const ByteBlock stream{0, F(lm, SBYTES, d)};
-      by_source.add(at(sbuf, sdispl[d]), scount[d], *slayout_[d], st.data + cursor, 1, contiguous_span(stream));
-      cursor += staged_size(lm, d);
-    }
-  }
-  if (self_copy && self_by_source && !pushes)
-    by_source.add(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
-                  a.recvcounts[me], *rlayout_[me]);
-  by_source.run(true);
-  if (any_direct)
-    for (int k = 0; k < L; ++k) {
-      const int p = local[k];
-      if (p == me) continue;
-      std::byte* out = st.data + list_at[static_cast<std::size_t>(lm) * L + k];
-      if (mode(lm, p) == Mode::pull) {
-        const auto& b = slayout_[p]->blocks;
-        std::memcpy(out, b.data(), b.size() * sizeof(ByteBlock));
-        out += b.size() * sizeof(ByteBlock);
-      }
-      if (mode(k, me) == Mode::push) {
-        const auto& b = rlayout_[p]->blocks;
-        std::memcpy(out, b.data(), b.size() * sizeof(ByteBlock));
-      }
-    }
-  st.sync();  // B2
+// The self block: from my send array into my receive array.
+void NodeLeaderAlltoallw::Call::add_self_copy(MergedCopy& copy) const {
+  copy.add(at(args.sendbuf, args.sdispls[me]), args.sendcounts[me], *send_layouts[me],
+           at(args.recvbuf, args.rdispls[me]), args.recvcounts[me], *recv_layouts[me]);
+}
 
-  // 4. Leaders start the node-pair messages; everyone moves its on-node data meanwhile.
-  auto& requests = requests_;
-  auto& expected = expected_;  // bytes each receive request should bring
-  requests.clear();
-  expected.clear();
-  std::string leader_error;
-  auto post = [&](bool send, int peer_rank, std::byte* buf, std::int64_t bytes) {
-    for (std::int64_t done = 0; done < bytes; done += kChunk) {
-      const int n = static_cast<int>(std::min(kChunk, bytes - done));
-      MPI_Request req = MPI_REQUEST_NULL;
-      const int rc = send ? PMPI_Isend(buf + done, n, MPI_BYTE, peer_rank, tags::node_leader, st.peers, &req)
-                          : PMPI_Irecv(buf + done, n, MPI_BYTE, peer_rank, tags::node_leader, st.peers, &req);
-      if (rc != MPI_SUCCESS) {
-        note(leader_error, std::string(send ? "MPI_Isend" : "MPI_Irecv") + " failed: " + mpi_error_string(rc));
-        continue;
-      }
-      requests.push_back(req);
-      expected.push_back(send ? -1 : n);
-    }
-  };
-  int messages = 0;
-  for (int X = 0; X < N; ++X) {
-    if (X == node) continue;
-    ++messages;
-    if (st.handler(node, X) != me) continue;
-    post(true, st.handler(X, node), st.data + out_base[X], out_size[X]);
-    post(false, st.handler(X, node), st.data + in_base[X], in_size[X]);
-  }
-  // Where local rank l's published block list for partner comm rank p starts, and its view.
-  auto published = [&](int l, int p, bool receive_list) {
-    std::int64_t at_ = list_at[static_cast<std::size_t>(l) * L + st.local_of[p]];
-    if (receive_list && mode(l, p) == Mode::pull) at_ += F(l, SBLK, p) * static_cast<std::int64_t>(sizeof(ByteBlock));
-    return reinterpret_cast<const ByteBlock*>(st.data + at_);
-  };
-  // Pushes: my array in address order into the partners' receive arrays.
+// 3. Pack what is staged and publish the block lists direct partners walk; B2.
+void NodeLeaderAlltoallw::Call::stage() {
+  pack_staged();
+  if (any_direct) publish_block_lists();
+  state.barrier();  // B2
+}
+
+// Packs my staged data (on-node slots not copied directly, everything for other nodes) in one
+// stream in source address order, and writes my row of each outgoing size header. The self
+// block joins the stream when its source is the fragmented side and nothing is pushed.
+void NodeLeaderAlltoallw::Call::pack_staged() {
   by_source.clear();
-  int n_push = 0, n_pull = 0, n_staged = 0;
-  for (int d : local) {
-    if (d == me || mode(lm, d) != Mode::push || F(st.local_of[d], RBYTES, me) != F(lm, SBYTES, d)) continue;
-    const int ld = st.local_of[d];
-    const std::int64_t lo = F(ld, RLO, me), hi = F(ld, RHI, me);
-    auto* view = const_cast<std::byte*>(shared_view(st.pid[ld], F(ld, RADDR, me) + lo, hi - lo));
-    if (view == nullptr) throw std::logic_error("node_leader: a published shared receive buffer is not mapped here");
-    const BlockSpan theirs(published(ld, me, true), static_cast<std::size_t>(F(ld, RBLK, me)),
-                           F(ld, RBYTES, me) / F(ld, RCOUNT, me), F(ld, REXTENT, me));
-    by_source.add(at(sbuf, sdispl[d]), scount[d], *slayout_[d], view - lo, F(ld, RCOUNT, me), theirs);
-    ++n_push;
+  for (int to_node = 0; to_node < nodes; ++to_node) {
+    std::int64_t cursor = out_offset[to_node] + header_bytes(to_node);
+    for (int local = 0; local < local_rank; ++local) cursor += staged_for(local, to_node);
+    const auto& receivers = state.members[to_node];
+    for (std::size_t j = 0; j < receivers.size(); ++j) {
+      const int dest = receivers[j];
+      if (to_node != node) {  // my row of the size header: [sender's local rank][receiver]
+        auto* header = reinterpret_cast<std::int64_t*>(state.staging + out_offset[to_node]);
+        header[static_cast<std::size_t>(local_rank) * receivers.size() + j] = field(local_rank, SEND_BYTES, dest);
+      }
+      if (dest == me || slot_bytes(local_rank, dest) == 0) continue;
+      const ByteBlock stream{0, field(local_rank, SEND_BYTES, dest)};
+      by_source.add(at(send.buf, send.displs[dest]), send.counts[dest], *send_layouts[dest], state.staging + cursor, 1,
+                    contiguous_span(stream));
+      cursor += slot_bytes(local_rank, dest);
+    }
   }
-  if (self_copy && self_by_source && pushes)
-    by_source.add(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
-                  a.recvcounts[me], *rlayout_[me]);
+  if (self_copy && self_by_source && !any_push) add_self_copy(by_source);
   by_source.run(true);
-  // Pulls and staged slots: into my receive array in address order.
-  MergedCopy& by_dest = by_dest_;
-  by_dest.clear();
-  for (int l = 0; l < L; ++l) {
-    const int s = local[l];
-    if (s == me || F(lm, RBYTES, s) == 0 || !pair_ok(s)) continue;
-    const Mode m = mode(l, me);
-    if (m == Mode::push) continue;
-    if (m == Mode::pull) {
-      const std::int64_t lo = F(l, SLO, me), hi = F(l, SHI, me);
-      const std::byte* view = shared_view(st.pid[l], F(l, SADDR, me) + lo, hi - lo);
-      if (view == nullptr) throw std::logic_error("node_leader: a published shared send buffer is not mapped here");
-      const BlockSpan theirs(published(l, me, false), static_cast<std::size_t>(F(l, SBLK, me)),
-                             F(l, SBYTES, me) / F(l, SCOUNT, me), F(l, SEXTENT, me));
-      by_dest.add(view - lo, F(l, SCOUNT, me), theirs, at(a.recvbuf, a.rdispls[s]), a.recvcounts[s], *rlayout_[s]);
-      ++n_pull;
+}
+
+// For each on-node partner: my send layout's blocks when it pulls from me, then my receive
+// layout's blocks when it pushes to me.
+void NodeLeaderAlltoallw::Call::publish_block_lists() {
+  for (int partner_local = 0; partner_local < ranks_on_node; ++partner_local) {
+    const int partner = node_ranks[partner_local];
+    if (partner == me) continue;
+    std::byte* out = state.staging + list_offsets[static_cast<std::size_t>(local_rank) * ranks_on_node + partner_local];
+    if (mode(local_rank, partner) == Mode::pull) {
+      const auto& blocks = send_layouts[partner]->blocks;
+      std::memcpy(out, blocks.data(), blocks.size() * sizeof(ByteBlock));
+      out += blocks.size() * sizeof(ByteBlock);
+    }
+    if (mode(partner_local, me) == Mode::push) {
+      const auto& blocks = recv_layouts[partner]->blocks;
+      std::memcpy(out, blocks.data(), blocks.size() * sizeof(ByteBlock));
+    }
+  }
+}
+
+// Posts one leader message, sent or received, in pieces of at most kChunk bytes.
+void NodeLeaderAlltoallw::Call::post(bool outgoing, int peer, std::byte* buffer, std::int64_t bytes) {
+  for (std::int64_t done = 0; done < bytes; done += kChunk) {
+    const int piece = static_cast<int>(std::min(kChunk, bytes - done));
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int rc =
+        outgoing ? PMPI_Isend(buffer + done, piece, MPI_BYTE, peer, tags::node_leader, state.message_comm, &request)
+                : PMPI_Irecv(buffer + done, piece, MPI_BYTE, peer, tags::node_leader, state.message_comm, &request);
+    if (rc != MPI_SUCCESS) {
+      note(leader_error, std::string(outgoing ? "MPI_Isend" : "MPI_Irecv") + " failed: " + mpi_error_string(rc));
       continue;
     }
-    std::int64_t cursor = out_base[node];
-    for (int k = 0; k < l; ++k) cursor += rows[static_cast<std::size_t>(k) * N + node];
-    for (int d : local) {
-      if (d == me) break;
-      cursor += staged_size(l, d);
-    }
-    const ByteBlock stream{0, F(lm, RBYTES, s)};
-    by_dest.add(st.data + cursor, 1, contiguous_span(stream), at(a.recvbuf, a.rdispls[s]), a.recvcounts[s], *rlayout_[s]);
-    ++n_staged;
+    requests.push_back(request);
+    expected_bytes.push_back(outgoing ? -1 : piece);
   }
-  if (self_copy && !self_by_source)
-    by_dest.add(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
-                a.recvcounts[me], *rlayout_[me]);
-  by_dest.run(false);
+}
 
+// 4. The leaders start the node-pair messages: for each other node whose pair this rank leads,
+// my node's region for it goes out and its message comes in.
+void NodeLeaderAlltoallw::Call::start_leader_messages() {
+  requests.clear();
+  expected_bytes.clear();
+  for (int other_node = 0; other_node < nodes; ++other_node) {
+    if (other_node == node) continue;
+    ++messages;
+    if (state.pair_leader(node, other_node) != me) continue;
+    const int peer = state.pair_leader(other_node, node);
+    post(true, peer, state.staging + out_offset[other_node], out_bytes[other_node]);
+    post(false, peer, state.staging + in_offset[other_node], in_bytes[other_node]);
+  }
+}
+
+// 4. Pushes: my send array, in address order, into the shared receive arrays of the partners
+// this rank pushes to (with the self block when it goes by source and something is pushed).
+void NodeLeaderAlltoallw::Call::push_on_node() {
+  by_source.clear();
+  for (int dest : node_ranks) {
+    if (dest == me || mode(local_rank, dest) != Mode::push ||
+        field(state.local_rank_of[dest], RECV_BYTES, me) != field(local_rank, SEND_BYTES, dest))
+      continue;
+    const int dest_local = state.local_rank_of[dest];
+    const std::int64_t lo = field(dest_local, RECV_LO, me), hi = field(dest_local, RECV_HI, me);
+    const std::int64_t origin = field(dest_local, RECV_ORIGIN, me);
+    auto* view = const_cast<std::byte*>(shared_view(state.pids[dest_local], origin + lo, hi - lo));
+    if (view == nullptr) throw std::logic_error("node_leader: a published shared receive buffer is not mapped here");
+    const BlockSpan theirs(published_blocks(dest_local, me, true),
+                           static_cast<std::size_t>(field(dest_local, RECV_BLOCKS, me)),
+                           field(dest_local, RECV_BYTES, me) / field(dest_local, RECV_COUNT, me),
+                           field(dest_local, RECV_EXTENT, me));
+    by_source.add(at(send.buf, send.displs[dest]), send.counts[dest], *send_layouts[dest], view - lo,
+                  field(dest_local, RECV_COUNT, me), theirs);
+    ++pushed;
+  }
+  if (self_copy && self_by_source && any_push) add_self_copy(by_source);
+  by_source.run(true);
+}
+
+// 4. Pulls and on-node staged slots, into my receive array in address order (with the self
+// block when it goes by destination).
+void NodeLeaderAlltoallw::Call::pull_on_node() {
+  by_dest.clear();
+  for (int sender_local = 0; sender_local < ranks_on_node; ++sender_local) {
+    const int sender = node_ranks[sender_local];
+    if (sender == me || field(local_rank, RECV_BYTES, sender) == 0 || !sizes_match(sender)) continue;
+    const Mode how = mode(sender_local, me);
+    if (how == Mode::pull) add_pull(sender_local);
+    if (how == Mode::staged) add_staged_on_node(sender_local);
+  }
+  if (self_copy && !self_by_source) add_self_copy(by_dest);
+  by_dest.run(false);
+}
+
+// From the sender's shared send array, walking the block list it published for me.
+void NodeLeaderAlltoallw::Call::add_pull(int sender_local) {
+  const int sender = node_ranks[sender_local];
+  const std::int64_t lo = field(sender_local, SEND_LO, me), hi = field(sender_local, SEND_HI, me);
+  const std::byte* view = shared_view(state.pids[sender_local], field(sender_local, SEND_ORIGIN, me) + lo, hi - lo);
+  if (view == nullptr) throw std::logic_error("node_leader: a published shared send buffer is not mapped here");
+  const BlockSpan theirs(published_blocks(sender_local, me, false),
+                         static_cast<std::size_t>(field(sender_local, SEND_BLOCKS, me)),
+                         field(sender_local, SEND_BYTES, me) / field(sender_local, SEND_COUNT, me),
+                         field(sender_local, SEND_EXTENT, me));
+  by_dest.add(view - lo, field(sender_local, SEND_COUNT, me), theirs, at(args.recvbuf, args.rdispls[sender]),
+              args.recvcounts[sender], *recv_layouts[sender]);
+  ++pulled;
+}
+
+// From the sender's slot for me in my node's on-node region: after the rows of the local ranks
+// before it, and its slots for the ranks before me.
+void NodeLeaderAlltoallw::Call::add_staged_on_node(int sender_local) {
+  const int sender = node_ranks[sender_local];
+  std::int64_t cursor = out_offset[node];
+  for (int local = 0; local < sender_local; ++local) cursor += staged_for(local, node);
+  for (int dest : node_ranks) {
+    if (dest == me) break;
+    cursor += slot_bytes(sender_local, dest);
+  }
+  const ByteBlock stream{0, field(local_rank, RECV_BYTES, sender)};
+  by_dest.add(state.staging + cursor, 1, contiguous_span(stream), at(args.recvbuf, args.rdispls[sender]),
+              args.recvcounts[sender], *recv_layouts[sender]);
+  ++staged;
+}
+
+// 4. The leaders wait for their messages and check that each receive brought what the plan
+// expects; every rank tells the node whether its leader messages failed; B3 when there are
+// other nodes.
+void NodeLeaderAlltoallw::Call::finish_leader_messages() {
   if (!requests.empty()) {
-    auto& statuses = statuses_;
     statuses.resize(requests.size());
     const int rc = PMPI_Waitall(static_cast<int>(requests.size()), requests.data(), statuses.data());
     for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -587,57 +763,85 @@ void NodeLeaderAlltoallw::exchange(const AlltoallwArgs& a, const AlltoallwComm&)
         continue;
       }
       int got = 0;
-      if (expected[i] >= 0 && PMPI_Get_count(&statuses[i], MPI_BYTE, &got) == MPI_SUCCESS && got != expected[i])
+      if (expected_bytes[i] >= 0 && PMPI_Get_count(&statuses[i], MPI_BYTE, &got) == MPI_SUCCESS &&
+          got != expected_bytes[i])
         note(leader_error, "node_leader: a node sent " + std::to_string(got) + " bytes where " +
-                               std::to_string(expected[i]) + " were expected (type signatures differ)");
+                               std::to_string(expected_bytes[i]) + " were expected (type signatures differ)");
     }
   }
-  st.header(lm, par, 0) = leader_error.empty() ? 0 : 1;
-  if (N > 1) st.sync();  // B3
+  state.leader_failed(local_rank, parity) = leader_error.empty() ? 0 : 1;
+  if (nodes > 1) state.barrier();  // B3
+}
 
-  // 5. Unpack what came from other nodes, into my receive array in address order.
+// 5. Unpack what came from other nodes, into my receive array in address order; B4 when direct
+// copies must be done with the partners' arrays before anyone returns.
+void NodeLeaderAlltoallw::Call::unpack_from_other_nodes() {
   by_dest.clear();
-  for (int Y = 0; Y < N; ++Y) {
-    if (Y == node) continue;
-    const int leader = st.handler(node, Y);  // my node's receiver for Y
-    if (st.header(st.local_of[leader], par, 0) != 0) {
-      note(error, leader_error.empty() ? "node_leader: the message from node " + std::to_string(Y) + " failed"
-                                       : leader_error);
-      continue;
-    }
-    const auto& src = st.members[Y];
-    const auto* head = reinterpret_cast<const std::int64_t*>(st.data + in_base[Y]);
-    std::int64_t cursor = in_base[Y] + header_bytes(Y);
-    for (std::size_t i = 0; i < src.size(); ++i) {
-      const int s = src[i];
-      for (int l = 0; l < lm; ++l) cursor += align_up(F(l, RBYTES, s));
-      const std::int64_t bytes = F(lm, RBYTES, s);
-      const std::int64_t sent = head[i * static_cast<std::size_t>(L) + lm];
-      if (sent != bytes) {
-        note(error, "node_leader: rank " + std::to_string(s) + " sends " + std::to_string(sent) + " bytes to rank " +
-                        std::to_string(me) + ", which expects " + std::to_string(bytes) + " (type signatures differ)");
-      } else if (bytes > 0) {
-        const ByteBlock stream{0, bytes};
-        by_dest.add(st.data + cursor, 1, contiguous_span(stream), at(a.recvbuf, a.rdispls[s]), a.recvcounts[s],
-                    *rlayout_[s]);
-      }
-      for (int l = lm; l < L; ++l) cursor += align_up(F(l, RBYTES, s));
-    }
-  }
+  for (int from_node = 0; from_node < nodes; ++from_node)
+    if (from_node != node) unpack_from(from_node);
   by_dest.run(false);
-  if (any_direct) st.sync();  // B4: direct copies are done with the partners' arrays
+  if (any_direct) state.barrier();  // B4
+}
 
+// My part of the message from `from_node`: each sender's slot for me, after the slots of the
+// local ranks before me, its size checked against the header.
+void NodeLeaderAlltoallw::Call::unpack_from(int from_node) {
+  const int leader = state.pair_leader(node, from_node);  // my node's receiver for from_node
+  if (state.leader_failed(state.local_rank_of[leader], parity) != 0) {
+    note(error, leader_error.empty() ? "node_leader: the message from node " + std::to_string(from_node) + " failed"
+                                     : leader_error);
+    return;
+  }
+  const auto& senders = state.members[from_node];
+  const auto* header = reinterpret_cast<const std::int64_t*>(state.staging + in_offset[from_node]);
+  std::int64_t cursor = in_offset[from_node] + header_bytes(from_node);
+  for (std::size_t i = 0; i < senders.size(); ++i) {
+    const int sender = senders[i];
+    for (int local = 0; local < local_rank; ++local) cursor += align_up(field(local, RECV_BYTES, sender));
+    const std::int64_t bytes = field(local_rank, RECV_BYTES, sender);
+    const std::int64_t sent = header[i * static_cast<std::size_t>(ranks_on_node) + local_rank];
+    if (sent != bytes) {
+      note(error, size_mismatch(sender, sent, me, bytes));
+    } else if (bytes > 0) {
+      const ByteBlock stream{0, bytes};
+      by_dest.add(state.staging + cursor, 1, contiguous_span(stream), at(args.recvbuf, args.rdispls[sender]),
+                  args.recvcounts[sender], *recv_layouts[sender]);
+    }
+    for (int local = local_rank; local < ranks_on_node; ++local) cursor += align_up(field(local, RECV_BYTES, sender));
+  }
+}
+
+// What this rank did, e.g. "node_leader (on-node: single-copy push; inter-node: 1 aggregated
+// message)".
+std::string NodeLeaderAlltoallw::Call::path() const {
   std::string on_node;
-  auto add = [&](int n, const char* what) {
-    if (n > 0) on_node += (on_node.empty() ? "" : "+") + std::string(what);
+  auto add = [&](int count, const char* what) {
+    if (count > 0) on_node += (on_node.empty() ? "" : "+") + std::string(what);
   };
-  add(n_push, "single-copy push");
-  add(n_pull, "single-copy pull");
-  add(n_staged, "staged");
+  add(pushed, "single-copy push");
+  add(pulled, "single-copy pull");
+  add(staged, "staged");
   if (on_node.empty()) on_node = "none";
-  set_path(std::string("node_leader (") + (in_place ? "in place; " : "") + "on-node: " + on_node +
-          "; inter-node: " + std::to_string(messages) + " aggregated message" + (messages == 1 ? "" : "s") + ")");
-  if (!error.empty()) throw std::invalid_argument(error);
+  return std::string("node_leader (") + (in_place ? "in place; " : "") + "on-node: " + on_node +
+         "; inter-node: " + std::to_string(messages) + " aggregated message" + (messages == 1 ? "" : "s") + ")";
+}
+
+// One call as the protocol's steps (node_leader.hpp); the node barriers B1-B4 are inside the
+// steps. TB_NODE_LEADER_COPY is read before the node's state is built on first use.
+void NodeLeaderAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm&) {
+  const NodeLeaderCopy copy = settings().node_leader_copy.get();
+  Call call(*this, args, copy);
+  call.publish();
+  call.plan();
+  call.check_sizes();
+  call.stage();
+  call.start_leader_messages();
+  call.push_on_node();
+  call.pull_on_node();
+  call.finish_leader_messages();
+  call.unpack_from_other_nodes();
+  set_path(call.path());
+  if (!call.error.empty()) throw std::invalid_argument(call.error);
 }
 
 }  // namespace tb

@@ -5,28 +5,30 @@
 // control window (each rank's per-peer sizes, layouts' block counts and, where its arrays lie in
 // a NodeSharedBuffer the peer maps, their addresses; double-buffered by call parity) and a
 // staging window that grows to the largest call seen and is then reused. One call:
-//   1. every rank publishes both sides of every peer; node barrier (B1);
-//   2. from that, every rank derives the same plan: for each on-node pair, a DIRECT copy when
-//      the arrays allow it - the side whose own layout is more fragmented copies, walking its own
-//      array in address order: the sender PUSHES into a shared receive array, or the receiver
-//      PULLS from a shared send array - otherwise STAGED through the staging window;
-//   3. every rank packs (straight from its send layout, flattened once and cached on the type)
-//      its staged on-node slots and its data for other nodes into the staging region of that
-//      node, and publishes the block lists its direct partners need; node barrier (B2);
-//   4. the leader(s) send each other node its region as one message (with a small per-pair size
-//      header, checked on arrival) and receive one from each other node, while every rank does
-//      its pushes, pulls and unpacks of on-node staged slots; node barrier (B3) when N > 1;
-//   5. every rank unpacks what its leader received for it; a last node barrier (B4) only when
-//      direct copies must finish before the partners return.
+//   1. publish: every rank publishes both sides of every peer; node barrier (B1);
+//   2. plan: from that, every rank derives the same plan: for each on-node pair, a DIRECT copy
+//      when the arrays allow it - the side whose own layout is more fragmented copies, walking
+//      its own array in address order: the sender PUSHES into a shared receive array, or the
+//      receiver PULLS from a shared send array - otherwise STAGED through the staging window;
+//   3. stage: every rank packs (straight from its send layout, flattened once and cached on the
+//      type) its staged on-node slots and its data for other nodes into the staging region of
+//      that node, and publishes the block lists its direct partners need; node barrier (B2);
+//   4. exchange: the leader(s) send each other node its region as one message (with a small
+//      per-pair size header, checked on arrival) and receive one from each other node, while
+//      every rank does its pushes, pulls and unpacks of on-node staged slots; node barrier (B3)
+//      when there are other nodes;
+//   5. unpack: every rank unpacks what its leader received for it; a last node barrier (B4) only
+//      when direct copies must finish before the partners return.
 // Copies are grouped into streams ordered by the address in the rank's own array (several
 // destinations fed from one front-to-back pass over the source, or the reverse), and large
-// streams use streaming stores (pack.hpp): a strided array read in one pass instead of one pass
-// per peer is more than twice as fast here.
+// streams use streaming stores (pack.hpp): a strided array is then read in one pass instead of
+// one pass per peer.
 //
-// Messages per call, with N nodes: N-1 sends and N-1 receives per node (by its leaders), against
-// P-1 per rank for a flat Alltoallw; the bytes between nodes are the user's bytes plus a header
-// of 8 * L_sender * L_receiver bytes per node pair, each slot padded to 64 bytes. Copies per
-// byte: on-node direct 1, on-node staged 2, inter-node 2 plus the network, self 1.
+// Messages per call, with N nodes and P ranks: N-1 sends and N-1 receives per node (by its
+// leaders), against P-1 per rank for a flat Alltoallw; the bytes between nodes are the user's
+// bytes plus a header of 8 * (ranks on the sending node) * (ranks on the receiving node) bytes
+// per node pair, each slot padded to 64 bytes. Copies per byte: on-node direct 1, on-node
+// staged 2, inter-node 2 plus the network, self 1.
 //
 // Leaders: TB_NODE_LEADERS=1 (default: the node's first rank), an integer k (k ranks spread over
 // the node; the node pairs are dealt out among them), or "numa" (the first rank bound inside
@@ -62,11 +64,18 @@ class NodeLeaderAlltoallw final : public AlltoallwAlgorithm {
   void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 
  private:
-  std::vector<std::shared_ptr<const TypeLayout>> slayout_, rlayout_;
-  std::vector<std::int64_t> offsets_, out_base_, out_size_, in_base_, in_size_, list_at_, expected_;
-  std::vector<MPI_Request> requests_;
+  struct Call;  // one call: its arguments, the node's state, the plan and the steps (.cpp)
+
+  // Tables a call fills, kept between calls so that a warm call allocates nothing.
+  std::vector<std::shared_ptr<const TypeLayout>> send_layouts_, recv_layouts_;  // per peer
+  std::vector<std::int64_t> staged_bytes_;  // [local rank * nodes + node]: what it stages for that node
+  std::vector<std::int64_t> out_offset_, out_bytes_;  // per node: the staging region my node sends it
+  std::vector<std::int64_t> in_offset_, in_bytes_;    // per node: the staging region its message fills
+  std::vector<std::int64_t> list_offsets_;  // [local rank * ranks on node + partner]: its block lists
+  std::vector<MPI_Request> requests_;       // this rank's leader messages
+  std::vector<std::int64_t> expected_bytes_;  // per request: what a receive must bring; -1 for a send
   std::vector<MPI_Status> statuses_;
-  MergedCopy by_source_, by_dest_;
+  MergedCopy by_source_, by_dest_;  // copy streams in source / destination address order
 };
 
 // Facts about the node state node_leader keeps on `comm` (for tests and tools); all -1 before
