@@ -33,522 +33,685 @@ void check_ucx(ucs_status_t status, const char* call) {
   if (status != UCS_OK) throw std::runtime_error(ucx_error(call, status));
 }
 
+std::runtime_error timeout_error(const std::string& what, double timeout) {
+  return std::runtime_error("ucx_zcopy: " + what + " within " + std::to_string(timeout) + " s (TB_UCX_TIMEOUT_S)");
+}
+
+// The longest single get: with UCX 1.13's cma, single gets of tens of MiB are slower than the
+// same bytes in sub-MiB gets.
 constexpr std::int64_t kMaxGet = std::int64_t{1} << 20;
+
+// The registrations the cache keeps before it evicts the least recently used.
+constexpr std::size_t kCachedRegistrations = 16;
 
 // What ucx_zcopy keeps per communicator.
 struct UcxState {
-  int P = 0, rank = 0;
+  int size = 0, rank = 0;
   MPI_Comm peers = MPI_COMM_NULL;  // a duplicate of the user's communicator for metadata
   ucp_context_h context = nullptr;
   ucp_worker_h worker = nullptr;
-  std::vector<ucp_ep_h> eps;
+  std::vector<ucp_ep_h> endpoints;  // per peer; none to itself
   std::string transports;
   double timeout = 60.0;
 
   struct Registration {
-    std::uintptr_t addr = 0;
-    std::size_t len = 0;
+    std::uintptr_t address = 0;
+    std::size_t length = 0;
     ucp_mem_h memh = nullptr;
-    std::vector<std::byte> rkey;
+    std::vector<std::byte> rkey;  // packed
     std::int64_t serial = 0;
     std::uint64_t last_use = 0;
   };
-  std::vector<Registration> regs;  // the registration cache, most recent use wins
+  std::vector<Registration> cache;  // the registration cache, most recent use wins
   std::int64_t next_serial = 1, registrations = 0, rkeys_sent = 0;
-  std::uint64_t uses = 0;
-  std::vector<std::int64_t> sent_serial;  // per peer: the registration whose rkey it has
-  struct PeerKey {
+  std::uint64_t use_clock = 0;
+  std::vector<std::int64_t> serial_sent_to;  // per peer: the registration whose rkey it has
+  struct PeerRkey {
     std::int64_t serial = 0;
     ucp_rkey_h rkey = nullptr;
   };
-  std::vector<PeerKey> peer_key;  // per peer: the rkey of its send registration
+  std::vector<PeerRkey> peer_rkeys;  // per peer: the rkey of its send registration
 
   ~UcxState() {
-    for (PeerKey& k : peer_key)
-      if (k.rkey != nullptr) ucp_rkey_destroy(k.rkey);
-    for (Registration& r : regs) ucp_mem_unmap(context, r.memh);
-    for (ucp_ep_h ep : eps) {
-      if (ep == nullptr) continue;
-      ucp_request_param_t param{};
-      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // local: never waits for the peer
-      ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
-      if (UCS_PTR_IS_PTR(req)) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-        while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
-          ucp_worker_progress(worker);
-        ucp_request_free(req);
-      }
-    }
+    for (PeerRkey& key : peer_rkeys)
+      if (key.rkey != nullptr) ucp_rkey_destroy(key.rkey);
+    for (Registration& entry : cache) ucp_mem_unmap(context, entry.memh);
+    for (ucp_ep_h endpoint : endpoints)
+      if (endpoint != nullptr) close_endpoint(endpoint);
     if (worker != nullptr) ucp_worker_destroy(worker);
     if (context != nullptr) ucp_cleanup(context);
     if (peers != MPI_COMM_NULL) PMPI_Comm_free(&peers);
   }
 
+  // Closes one endpoint locally (never waiting for the peer), giving it 5 s to finish.
+  void close_endpoint(ucp_ep_h endpoint) {
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t request = ucp_ep_close_nbx(endpoint, &param);
+    if (!UCS_PTR_IS_PTR(request)) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (ucp_request_check_status(request) == UCS_INPROGRESS && std::chrono::steady_clock::now() < deadline)
+      ucp_worker_progress(worker);
+    ucp_request_free(request);
+  }
+
   // Waits for one request with the deadline, progressing the worker; frees it.
-  void wait(ucs_status_ptr_t req, const char* what) {
-    if (req == nullptr) return;
-    if (UCS_PTR_IS_ERR(req)) throw std::runtime_error(ucx_error(what, UCS_PTR_STATUS(req)));
+  void wait(ucs_status_ptr_t request, const char* what) {
+    if (request == nullptr) return;
+    if (UCS_PTR_IS_ERR(request)) throw std::runtime_error(ucx_error(what, UCS_PTR_STATUS(request)));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     ucs_status_t status;
-    while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+    while ((status = ucp_request_check_status(request)) == UCS_INPROGRESS) {
       ucp_worker_progress(worker);
       if (std::chrono::steady_clock::now() > deadline) {
-        ucp_request_cancel(worker, req);
-        ucp_request_free(req);
-        throw std::runtime_error(std::string("ucx_zcopy: ") + what + " did not complete within " +
-                                 std::to_string(timeout) + " s (TB_UCX_TIMEOUT_S)");
+        ucp_request_cancel(worker, request);
+        ucp_request_free(request);
+        throw timeout_error(std::string(what) + " did not complete", timeout);
       }
     }
-    ucp_request_free(req);
+    ucp_request_free(request);
     if (status != UCS_OK) throw std::runtime_error(ucx_error(what, status));
   }
 
-  // The registration covering [addr, addr + len), registering (and evicting the least recently
-  // used of 16) when none does.
-  Registration& registration(std::uintptr_t addr, std::size_t len) {
-    ++uses;
-    for (Registration& r : regs)
-      if (addr >= r.addr && addr + len <= r.addr + r.len) {
-        r.last_use = uses;
-        return r;
-      }
-    if (regs.size() >= 16) {
-      auto lru = std::min_element(regs.begin(), regs.end(),
-                                  [](const Registration& a, const Registration& b) { return a.last_use < b.last_use; });
-      ucp_mem_unmap(context, lru->memh);
-      regs.erase(lru);
+  // Completes an MPI_Ibarrier over the peers with the deadline, progressing the worker meanwhile
+  // so that a transport emulating RMA in software still serves the other ranks' gets.
+  void barrier() {
+    MPI_Request request = MPI_REQUEST_NULL;
+    TB_MPI_CHECK(PMPI_Ibarrier(peers, &request));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+    for (int done = 0; !done;) {
+      ucp_worker_progress(worker);
+      TB_MPI_CHECK(PMPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      if (!done && std::chrono::steady_clock::now() > deadline)
+        throw timeout_error("the completion barrier did not finish", timeout);
     }
-    Registration r;
-    r.addr = addr;
-    r.len = std::max<std::size_t>(len, 1);
+  }
+
+  // The registration covering [address, address + length), registering (and evicting the least
+  // recently used when the cache is full) when none does.
+  Registration& registration(std::uintptr_t address, std::size_t length) {
+    ++use_clock;
+    for (Registration& entry : cache)
+      if (address >= entry.address && address + length <= entry.address + entry.length) {
+        entry.last_use = use_clock;
+        return entry;
+      }
+    if (cache.size() >= kCachedRegistrations) {
+      auto oldest = std::min_element(cache.begin(), cache.end(), [](const Registration& a, const Registration& b) {
+        return a.last_use < b.last_use;
+      });
+      ucp_mem_unmap(context, oldest->memh);
+      cache.erase(oldest);
+    }
+    cache.push_back(map_memory(address, std::max<std::size_t>(length, 1)));
+    return cache.back();
+  }
+
+  // Registers [address, address + length) with the context and packs its rkey.
+  Registration map_memory(std::uintptr_t address, std::size_t length) {
+    Registration entry;
+    entry.address = address;
+    entry.length = length;
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    params.address = reinterpret_cast<void*>(addr);
-    params.length = r.len;
-    check_ucx(ucp_mem_map(context, &params, &r.memh), "ucp_mem_map");
+    params.address = reinterpret_cast<void*>(address);
+    params.length = length;
+    check_ucx(ucp_mem_map(context, &params, &entry.memh), "ucp_mem_map");
     void* packed = nullptr;
-    std::size_t size = 0;
-    const ucs_status_t st = ucp_rkey_pack(context, r.memh, &packed, &size);
-    if (st != UCS_OK) {
-      ucp_mem_unmap(context, r.memh);
-      throw std::runtime_error(ucx_error("ucp_rkey_pack", st));
+    std::size_t packed_size = 0;
+    const ucs_status_t status = ucp_rkey_pack(context, entry.memh, &packed, &packed_size);
+    if (status != UCS_OK) {
+      ucp_mem_unmap(context, entry.memh);
+      throw std::runtime_error(ucx_error("ucp_rkey_pack", status));
     }
-    r.rkey.assign(static_cast<std::byte*>(packed), static_cast<std::byte*>(packed) + size);
+    entry.rkey.assign(static_cast<std::byte*>(packed), static_cast<std::byte*>(packed) + packed_size);
     ucp_rkey_buffer_release(packed);
-    r.serial = next_serial++;
-    r.last_use = uses;
+    entry.serial = next_serial++;
+    entry.last_use = use_clock;
     ++registrations;
-    regs.push_back(std::move(r));
-    return regs.back();
+    return entry;
+  }
+
+  // Replaces the rkey held for `peer` with the one packed at `packed`, for its registration `serial`.
+  void unpack_rkey(int peer, const std::byte* packed, std::int64_t serial) {
+    PeerRkey& key = peer_rkeys[peer];
+    if (key.rkey != nullptr) ucp_rkey_destroy(key.rkey);
+    key.rkey = nullptr;
+    check_ucx(ucp_ep_rkey_unpack(endpoints[peer], packed, &key.rkey), "ucp_ep_rkey_unpack");
+    key.serial = serial;
   }
 };
 
-
 UcxState* find_state(MPI_Comm comm) { return CommCache<UcxState>::find(comm); }
 
-UcxState* create_state(MPI_Comm comm) {
-  auto st = std::make_unique<UcxState>();
-  TB_MPI_CHECK(PMPI_Comm_size(comm, &st->P));
-  TB_MPI_CHECK(PMPI_Comm_rank(comm, &st->rank));
-  TB_MPI_CHECK(PMPI_Comm_dup(comm, &st->peers));
-  TB_MPI_CHECK(PMPI_Comm_set_errhandler(st->peers, MPI_ERRORS_RETURN));
-  st->timeout = settings().ucx_timeout_s.get();
+// Creates this rank's UCP context and worker; returns the worker's address.
+std::vector<std::byte> start_worker(UcxState& state) {
+  ucp_config_t* config = nullptr;
+  // TB_UCX_* variables (e.g. TB_UCX_TLS=self,tcp) configure this context alone, on top of
+  // UCX_*; the MPI library's own UCX context keeps its settings.
+  check_ucx(ucp_config_read("TB", nullptr, &config), "ucp_config_read");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES;
+  // TAG as well: UCX 1.13 adds its RMA bandwidth lanes (cma on one host) only for contexts
+  // with the tag feature (openucx/ucx#8537 changed that later); with RMA alone the gets go
+  // through posix in software, several times slower (docs/results/*-single-copy-candidates.md).
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_TAG;
+  const ucs_status_t status = ucp_init(&params, config, &state.context);
+  ucp_config_release(config);
+  check_ucx(status, "ucp_init");
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SINGLE;
+  check_ucx(ucp_worker_create(state.context, &worker_params, &state.worker), "ucp_worker_create");
+  ucp_address_t* address = nullptr;
+  std::size_t length = 0;
+  check_ucx(ucp_worker_get_address(state.worker, &address, &length), "ucp_worker_get_address");
+  const auto* bytes = reinterpret_cast<const std::byte*>(address);
+  std::vector<std::byte> copy(bytes, bytes + length);
+  ucp_worker_release_address(state.worker, address);
+  return copy;
+}
 
-  // Every rank must get as far as its worker address, or report why to all: a failure on one
-  // rank becomes an error on every rank (no one waits in the Allgather alone).
+// start_worker() on every rank: a failure on one rank becomes an error on every rank (no one
+// waits in the address exchange alone).
+std::vector<std::byte> start_worker_everywhere(UcxState& state) {
   std::string failure;
   std::vector<std::byte> address;
   try {
-    ucp_config_t* config = nullptr;
-    // TB_UCX_* variables (e.g. TB_UCX_TLS=self,tcp) configure this context alone, on top of
-    // UCX_*; the MPI library's own UCX context keeps its settings.
-    check_ucx(ucp_config_read("TB", nullptr, &config), "ucp_config_read");
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    // TAG as well: UCX 1.13 adds its RMA bandwidth lanes (cma on one host) only for contexts
-    // with the tag feature (openucx/ucx#8537 changed that later); with RMA alone the gets go
-    // through posix in software, about 4x slower here.
-    params.features = UCP_FEATURE_RMA | UCP_FEATURE_TAG;
-    const ucs_status_t s = ucp_init(&params, config, &st->context);
-    ucp_config_release(config);
-    check_ucx(s, "ucp_init");
-    ucp_worker_params_t wp{};
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-    check_ucx(ucp_worker_create(st->context, &wp, &st->worker), "ucp_worker_create");
-    ucp_address_t* addr = nullptr;
-    std::size_t len = 0;
-    check_ucx(ucp_worker_get_address(st->worker, &addr, &len), "ucp_worker_get_address");
-    address.assign(reinterpret_cast<std::byte*>(addr), reinterpret_cast<std::byte*>(addr) + len);
-    ucp_worker_release_address(st->worker, addr);
+    address = start_worker(state);
   } catch (const std::exception& e) {
     failure = e.what();
   }
-  int bad = failure.empty() ? 0 : 1, any_bad = 0;
-  TB_MPI_CHECK(PMPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, st->peers));
-  if (any_bad) throw std::runtime_error(failure.empty() ? "ucx_zcopy: UCX failed to start on another rank" : failure);
+  int failed = failure.empty() ? 0 : 1, any_failed = 0;
+  TB_MPI_CHECK(PMPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, state.peers));
+  if (any_failed)
+    throw std::runtime_error(failure.empty() ? "ucx_zcopy: UCX failed to start on another rank" : failure);
+  return address;
+}
 
-  int len = static_cast<int>(address.size());
-  std::vector<int> lens(st->P), displs(st->P);
-  TB_MPI_CHECK(PMPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, st->peers));
+// Exchanges the worker addresses (MPI_Allgather of lengths, MPI_Allgatherv of bytes) and creates
+// an endpoint to every other rank.
+void connect_peers(UcxState& state, const std::vector<std::byte>& address) {
+  int length = static_cast<int>(address.size());
+  std::vector<int> lengths(state.size), displs(state.size);
+  TB_MPI_CHECK(PMPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, state.peers));
   int total = 0;
-  for (int p = 0; p < st->P; ++p) {
-    displs[p] = total;
-    total += lens[p];
+  for (int peer = 0; peer < state.size; ++peer) {
+    displs[peer] = total;
+    total += lengths[peer];
   }
-  std::vector<std::byte> all(static_cast<std::size_t>(total));
-  TB_MPI_CHECK(PMPI_Allgatherv(address.data(), len, MPI_BYTE, all.data(), lens.data(), displs.data(), MPI_BYTE, st->peers));
-  st->eps.assign(st->P, nullptr);
-  for (int p = 0; p < st->P; ++p) {
-    if (p == st->rank) continue;
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    ep.address = reinterpret_cast<const ucp_address_t*>(all.data() + displs[p]);
-    ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-    check_ucx(ucp_ep_create(st->worker, &ep, &st->eps[p]), "ucp_ep_create");
+  std::vector<std::byte> addresses(static_cast<std::size_t>(total));
+  TB_MPI_CHECK(PMPI_Allgatherv(address.data(), length, MPI_BYTE, addresses.data(), lengths.data(), displs.data(),
+                               MPI_BYTE, state.peers));
+  state.endpoints.assign(state.size, nullptr);
+  for (int peer = 0; peer < state.size; ++peer) {
+    if (peer == state.rank) continue;
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address = reinterpret_cast<const ucp_address_t*>(addresses.data() + displs[peer]);
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    check_ucx(ucp_ep_create(state.worker, &params, &state.endpoints[peer]), "ucp_ep_create");
   }
-  st->sent_serial.assign(st->P, 0);
-  st->peer_key.assign(st->P, {});
+}
+
+// What chose the context's transports, for ucx_zcopy_stats().
+std::string transport_setting() {
   const std::string& own = settings().ucx_tls.get();
   const char* tls = std::getenv("UCX_TLS");
-  st->transports = !own.empty() ? "TB_UCX_TLS=" + own
-                   : tls != nullptr ? std::string("UCX_TLS=") + tls
-                                    : "UCX's choice (TB_UCX_TLS and UCX_TLS unset)";
-  return st.release();
+  return !own.empty()     ? "TB_UCX_TLS=" + own
+         : tls != nullptr ? std::string("UCX_TLS=") + tls
+                          : "UCX's choice (TB_UCX_TLS and UCX_TLS unset)";
+}
+
+UcxState* create_state(MPI_Comm comm) {
+  auto state = std::make_unique<UcxState>();
+  TB_MPI_CHECK(PMPI_Comm_size(comm, &state->size));
+  TB_MPI_CHECK(PMPI_Comm_rank(comm, &state->rank));
+  TB_MPI_CHECK(PMPI_Comm_dup(comm, &state->peers));
+  TB_MPI_CHECK(PMPI_Comm_set_errhandler(state->peers, MPI_ERRORS_RETURN));
+  state->timeout = settings().ucx_timeout_s.get();
+  connect_peers(*state, start_worker_everywhere(*state));
+  state->serial_sent_to.assign(state->size, 0);
+  state->peer_rkeys.assign(state->size, {});
+  state->transports = transport_setting();
+  return state.release();
 }
 
 UcxState& ucx_state(MPI_Comm comm) { return CommCache<UcxState>::get(comm, create_state); }
 
-// The metadata one sender writes for one receiver, followed by rkey bytes and blocks.
-struct Header {
-  std::int64_t origin;   // sender's address of its buffer origin for this peer
-  std::int64_t serial;   // the registration covering it
-  std::int64_t rkey_len; // bytes of packed rkey that follow (0: the receiver has it)
-  std::int64_t nblocks;  // blocks per instance that follow
+// The metadata one sender writes for one receiver, followed by rkey bytes and blocks. The rkey's
+// length varies, so the block list that follows is not aligned: the receiver copies it out.
+struct MetadataHeader {
+  std::int64_t origin;      // sender's address of its buffer origin for this peer
+  std::int64_t serial;      // the registration covering it
+  std::int64_t rkey_bytes;  // bytes of packed rkey that follow (0: the receiver has it)
+  std::int64_t blocks;      // blocks per instance that follow
   std::int64_t count, extent, size;  // instances, extent and data bytes per instance
 };
+static_assert(sizeof(MetadataHeader) == 56, "the header comment in ucx_zcopy.hpp gives its size");
 
-
-template <class Incoming>
-bool direct_wanted(const std::vector<Incoming>& incoming) {
-  for (const auto& in : incoming)
-    if (!in.staged) return true;
-  return false;
+// The address `offset` bytes from `buf`, as an integer (what UCX and the metadata carry).
+std::uintptr_t address_at(const void* buf, std::int64_t offset) {
+  return reinterpret_cast<std::uintptr_t>(buf) + static_cast<std::uintptr_t>(offset);
 }
+
+void append_bytes(std::vector<std::byte>& out, const void* data, std::size_t bytes) {
+  const auto* begin = static_cast<const std::byte*>(data);
+  out.insert(out.end(), begin, begin + bytes);
+}
+
+// The bytes [lo, hi) that typed regions touch, relative to their buffer's origin.
+struct ByteSpan {
+  std::int64_t lo = 0, hi = 0;
+  bool touched = false;
+  // Adds `count` instances of `layout` at `displ` (the first and the last instance bound them).
+  void add(const TypeLayout& layout, std::int64_t count, std::int64_t displ) {
+    for (const ByteBlock& block : layout.blocks)
+      for (std::int64_t instance : {std::int64_t{0}, count - 1}) {
+        const std::int64_t begin = displ + instance * layout.extent + block.offset, end = begin + block.length;
+        lo = touched ? std::min(lo, begin) : begin;
+        hi = touched ? std::max(hi, end) : end;
+        touched = true;
+      }
+  }
+  std::int64_t bytes() const { return hi - lo; }
+};
+
+// Whether a receiver gets a sender's blocks whole into staging and unpacks them: when its own
+// layout would cut them into more than twice as many gets (each get has a fixed cost).
+bool staging_pays(std::int64_t count, BlockSpan theirs, std::int64_t recv_count, BlockSpan mine) {
+  std::int64_t pieces = 0, remote_end = -1, local_end = -1;  // gets after merging adjacent pieces
+  for_each_piece(count, theirs, recv_count, mine, [&](std::int64_t remote, std::int64_t local, std::int64_t length) {
+    if (remote != remote_end || local != local_end) ++pieces;
+    remote_end = remote + length;
+    local_end = local + length;
+  });
+  const std::int64_t sender_blocks = theirs.dense() ? 1 : count * static_cast<std::int64_t>(theirs.count);
+  return pieces > 2 * std::max<std::int64_t>(1, sender_blocks);
+}
+
+// The gets from one peer: pieces adjacent on both sides join into one run, and each run goes as
+// gets of at most kMaxGet bytes. A local memory handle, when given, goes with every get, so
+// transports that need registered local memory find it without a lookup per get.
+class PeerGets {
+ public:
+  PeerGets(ucp_ep_h endpoint, ucp_rkey_h rkey, ucp_mem_h local_memh, std::vector<void*>& requests,
+           std::int64_t& gets)
+      : endpoint_(endpoint), rkey_(rkey), local_memh_(local_memh), requests_(requests), gets_(gets) {}
+
+  void add(std::int64_t remote, std::byte* local, std::int64_t length) {
+    if (length_ > 0 && remote_ + length_ == remote && local_ + length_ == local) {
+      length_ += length;
+      return;
+    }
+    flush();
+    remote_ = remote;
+    local_ = local;
+    length_ = length;
+  }
+
+  // Issues the run so far.
+  void flush() {
+    for (std::int64_t done = 0; done < length_; done += kMaxGet) {
+      const std::int64_t bytes = std::min(kMaxGet, length_ - done);
+      ucp_request_param_t param{};
+      if (local_memh_ != nullptr) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
+        param.memh = local_memh_;
+      }
+      ucs_status_ptr_t request = ucp_get_nbx(endpoint_, local_ + done, static_cast<std::size_t>(bytes),
+                                             static_cast<std::uint64_t>(remote_ + done), rkey_, &param);
+      if (UCS_PTR_IS_ERR(request)) throw std::runtime_error(ucx_error("ucp_get_nbx", UCS_PTR_STATUS(request)));
+      requests_.push_back(request);
+      ++gets_;
+    }
+    length_ = 0;
+  }
+
+ private:
+  ucp_ep_h endpoint_;
+  ucp_rkey_h rkey_;
+  ucp_mem_h local_memh_;
+  std::vector<void*>& requests_;
+  std::int64_t& gets_;
+  std::int64_t remote_ = 0, length_ = 0;  // the run so far
+  std::byte* local_ = nullptr;
+};
 
 }  // namespace
 
-UcxZcopyStats ucx_zcopy_stats(MPI_Comm comm) {
-  UcxZcopyStats s;
-  if (const UcxState* st = find_state(comm)) {
-    s.registrations = st->registrations;
-    s.rkeys_sent = st->rkeys_sent;
-    s.transports = st->transports;
+// One call: its arguments, the communicator's UCX state, what the steps find, and what the path
+// reports.
+struct UcxZcopyAlltoallw::Call {
+  const AlltoallwArgs& args;
+  UcxState& state;
+  bool in_place = false;
+  SendSide send{};       // what this rank sends; under MPI_IN_PLACE from in_place_copy_
+  ByteSpan recv_span{};  // of the receive array, from recvbuf
+  ByteSpan send_span{};  // of what peers read directly from send.buf (packed peers excluded)
+  std::int64_t packed_bytes = 0;  // of packed_sends_ in use
+  std::int64_t send_serial = 0, packed_serial = 0;  // the registrations published
+  bool self_copied = false;  // the self block went with the packing pass
+  int packed_peers = 0, direct_peers = 0, staged_peers = 0;
+  std::int64_t gets = 0;
+  std::string error{};  // the first failure, thrown once the barrier has released every reader
+
+  int size() const { return state.size; }
+  int rank() const { return state.rank; }
+  void fail(const std::string& what) {
+    if (error.empty()) error = what;
   }
-  return s;
+};
+
+UcxZcopyStats ucx_zcopy_stats(MPI_Comm comm) {
+  UcxZcopyStats stats;
+  if (const UcxState* state = find_state(comm)) {
+    stats.registrations = state->registrations;
+    stats.rkeys_sent = state->rkeys_sent;
+    stats.transports = state->transports;
+  }
+  return stats;
 }
 
-void UcxZcopyAlltoallw::exchange(const AlltoallwArgs& a, const AlltoallwComm&) {
-  UcxState& st = ucx_state(a.comm);
-  const int P = st.P, me = st.rank;
-  const bool in_place = a.sendbuf == MPI_IN_PLACE;
+// The protocol's steps (ucx_zcopy.hpp): describe both sides, register and publish, match and get,
+// complete. Failures after the metadata exchange wait for the barrier, so no rank hangs in it.
+void UcxZcopyAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm&) {
+  Call call{.args = args, .state = ucx_state(args.comm), .in_place = args.sendbuf == MPI_IN_PLACE,
+            .send = send_side(args)};
+  describe_receives(call);
+  describe_sends(call);
+  pack_small_blocks(call);
+  publish(call);
+  read_from_peers(call);
+  copy_self_block(call);
+  complete(call);
+  set_path(std::string("ucx_zcopy (") + (call.in_place ? "in place from a copy; " : "") +
+           std::to_string(call.packed_peers) + " peers packed by the sender; " + std::to_string(call.direct_peers) +
+           " peers direct, " + std::to_string(call.staged_peers) + " by staged get; " + std::to_string(call.gets) +
+           " gets)");
+  if (!call.error.empty()) throw std::runtime_error(call.error);
+}
 
-  // With MPI_IN_PLACE the data to send is in the receive array, which the gets overwrite:
-  // send from a private copy of the receive array's span instead.
-  const void* sbuf = a.sendbuf;
-  const int* scount = a.sendcounts;
-  const int* sdispl = a.sdispls;
-  const MPI_Datatype* stype = a.sendtypes;
-  slayout_.assign(P, nullptr);
-  rlayout_.assign(P, nullptr);
-  for (int p = 0; p < P; ++p)
-    if (a.recvcounts[p] > 0) rlayout_[p] = type_layout(a.recvtypes[p]);
-  std::int64_t rlo = 0, rhi = 0;  // the receive array's span (for in place)
-  bool any_recv = false;
-  for (int p = 0; p < P; ++p) {
-    if (!rlayout_[p] || rlayout_[p]->size == 0) continue;
-    const TypeLayout& l = *rlayout_[p];
-    for (const ByteBlock& b : l.blocks)
-      for (std::int64_t i : {std::int64_t{0}, a.recvcounts[p] - std::int64_t{1}}) {
-        const std::int64_t lo = a.rdispls[p] + i * l.extent + b.offset, hi = lo + b.length;
-        rlo = any_recv ? std::min(rlo, lo) : lo;
-        rhi = any_recv ? std::max(rhi, hi) : hi;
-        any_recv = true;
-      }
+// The receive side: layouts, bytes per peer, and the span of the receive array.
+void UcxZcopyAlltoallw::describe_receives(Call& call) {
+  const AlltoallwArgs& args = call.args;
+  recv_layouts_.assign(call.size(), nullptr);
+  recv_bytes_.assign(call.size(), 0);
+  for (int peer = 0; peer < call.size(); ++peer) {
+    if (args.recvcounts[peer] <= 0) continue;
+    recv_layouts_[peer] = type_layout(args.recvtypes[peer]);
+    const TypeLayout& layout = *recv_layouts_[peer];
+    recv_bytes_[peer] = args.recvcounts[peer] * layout.size;
+    if (layout.size > 0) call.recv_span.add(layout, args.recvcounts[peer], args.rdispls[peer]);
   }
-  if (in_place) {
-    in_place_copy_.resize(static_cast<std::size_t>(any_recv ? rhi - rlo : 0));
-    if (any_recv) std::memcpy(in_place_copy_.data(), at(a.recvbuf, static_cast<int>(rlo)), in_place_copy_.size());
-    sbuf = in_place_copy_.data() - rlo;  // same displacements, shifted to the copy
-    scount = a.recvcounts;
-    sdispl = a.rdispls;
-    stype = a.recvtypes;
+}
+
+// The send side: under MPI_IN_PLACE a private copy of the receive array; layouts and bytes per
+// peer; which peers get a packed copy; the span that peers read directly.
+void UcxZcopyAlltoallw::describe_sends(Call& call) {
+  if (call.in_place) {
+    // The data to send is in the receive array, which the gets overwrite.
+    const ByteSpan& span = call.recv_span;
+    in_place_copy_.resize(static_cast<std::size_t>(span.touched ? span.bytes() : 0));
+    if (span.touched)
+      std::memcpy(in_place_copy_.data(), at(call.args.recvbuf, static_cast<int>(span.lo)), in_place_copy_.size());
+    call.send.buf = in_place_copy_.data() - span.lo;  // the same displacements, shifted to the copy
   }
-  // Senders pack what they send in small blocks (one get per block would cost more than the
-  // copy): average block below TB_UCX_PACK_BELOW bytes (default 4 KiB: in tb-bench's crossover
-  // here packing won clearly at 1 KiB blocks and tied at 4 KiB; 0 turns packing off).
+  // Small blocks are packed by the sender (one get per block would cost more than the copy):
+  // average block below TB_UCX_PACK_BELOW bytes (the crossover tb-bench's block-size sweep
+  // measures, docs/results/*-ucx-zcopy-block-crossover.md; 0 turns packing off).
   const std::int64_t pack_below = settings().ucx_pack_below.get();
-  auto& sbytes = sbytes_;  // per-call tables live in the object: no allocation once warm
-  auto& rbytes = rbytes_;
-  auto& packed_at = packed_at_;
-  sbytes.assign(P, 0);
-  rbytes.assign(P, 0);
-  packed_at.assign(P, -1);
-  std::int64_t slo = 0, shi = 0, packed_total = 0;
-  bool any_send = false;
-  for (int p = 0; p < P; ++p) {
-    if (rlayout_[p]) rbytes[p] = a.recvcounts[p] * rlayout_[p]->size;
-    if (scount[p] <= 0) continue;
-    slayout_[p] = type_layout(stype[p]);
-    const TypeLayout& l = *slayout_[p];
-    sbytes[p] = scount[p] * l.size;
-    if (p == me || sbytes[p] == 0) continue;
-    const std::int64_t blocks = l.dense() ? 1 : scount[p] * static_cast<std::int64_t>(l.blocks.size());
-    if (blocks > 1 && sbytes[p] < pack_below * blocks) {
-      packed_at[p] = packed_total;
-      packed_total += (sbytes[p] + 63) / 64 * 64;
-      continue;
+  send_layouts_.assign(call.size(), nullptr);
+  send_bytes_.assign(call.size(), 0);
+  packed_offsets_.assign(call.size(), -1);
+  for (int peer = 0; peer < call.size(); ++peer) {
+    const int count = call.send.counts[peer];
+    if (count <= 0) continue;
+    send_layouts_[peer] = type_layout(call.send.types[peer]);
+    const TypeLayout& layout = *send_layouts_[peer];
+    send_bytes_[peer] = count * layout.size;
+    if (peer == call.rank() || send_bytes_[peer] == 0) continue;
+    const std::int64_t blocks = layout.dense() ? 1 : count * static_cast<std::int64_t>(layout.blocks.size());
+    if (blocks > 1 && send_bytes_[peer] < pack_below * blocks) {
+      packed_offsets_[peer] = call.packed_bytes;
+      call.packed_bytes += (send_bytes_[peer] + 63) / 64 * 64;  // each packed copy starts a cache line
+    } else {
+      call.send_span.add(layout, count, call.send.displs[peer]);
     }
-    for (const ByteBlock& b : l.blocks)
-      for (std::int64_t i : {std::int64_t{0}, scount[p] - std::int64_t{1}}) {
-        const std::int64_t lo = sdispl[p] + i * l.extent + b.offset, hi = lo + b.length;
-        slo = any_send ? std::min(slo, lo) : lo;
-        shi = any_send ? std::max(shi, hi) : hi;
-        any_send = true;
-      }
   }
-  int packed_peers = 0;
-  const bool self_copy_ok = !in_place && sbytes[me] > 0 && rlayout_[me] && sbytes[me] == rbytes[me];
-  bool self_done = false;
-  if (packed_total > 0) {  // one pass over my array in address order for all packed peers
-    if (send_staging_.size() < static_cast<std::size_t>(packed_total)) send_staging_.resize(static_cast<std::size_t>(packed_total));
-    packer_.clear();
-    for (int p = 0; p < P; ++p)
-      if (packed_at[p] >= 0) {
-        const ByteBlock stream{0, sbytes[p]};
-        packer_.add(at(sbuf, sdispl[p]), scount[p], *slayout_[p], send_staging_.data() + packed_at[p], 1,
-                    contiguous_span(stream));
-        ++packed_peers;
-      }
-    // The self block joins the same pass when its source is strided too, so the array is read
-    // once, front to back.
-    if (self_copy_ok && !slayout_[me]->dense()) {
-      packer_.add(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
-                  a.recvcounts[me], *rlayout_[me]);
-      self_done = true;
-    }
-    packer_.run(true);
-  }
+}
 
-  // 1. Register what peers will read and tell each peer where, how, and with which rkey.
-  struct Key {
-    std::int64_t serial = 0;
-    std::vector<std::byte> rkey;
-  };
-  auto key_of = [&](std::uintptr_t addr, std::size_t len) {
-    const UcxState::Registration& r = st.registration(addr, len);
-    return Key{r.serial, r.rkey};  // copied: a later registration may move the cache entries
-  };
-  const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(sbuf);
-  const Key user = any_send ? key_of(base + static_cast<std::uintptr_t>(slo), static_cast<std::size_t>(shi - slo)) : Key{};
-  const Key staged_key = packed_total > 0 ? key_of(reinterpret_cast<std::uintptr_t>(send_staging_.data()),
-                                                   static_cast<std::size_t>(packed_total))
-                                          : Key{};
-  scounts_.assign(P, 0);
-  sdispls_.assign(P, 0);
-  meta_out_.clear();
-  for (int p = 0; p < P; ++p) {
-    sdispls_[p] = static_cast<int>(meta_out_.size());
-    if (p == me) continue;
-    Header h{};
-    const Key* key = nullptr;
-    ByteBlock whole{0, sbytes[p]};
-    const ByteBlock* blocks = nullptr;
-    if (sbytes[p] > 0 && packed_at[p] >= 0) {
-      key = &staged_key;
-      h = {static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(send_staging_.data())) + packed_at[p], key->serial, 0,
-           1, 1, sbytes[p], sbytes[p]};
-      blocks = &whole;
-    } else if (sbytes[p] > 0) {
-      const TypeLayout& l = *slayout_[p];
-      key = &user;
-      h = {static_cast<std::int64_t>(base + static_cast<std::uintptr_t>(sdispl[p])), key->serial, 0,
-           static_cast<std::int64_t>(l.blocks.size()), scount[p], l.extent, l.size};
-      blocks = l.blocks.data();
-    }
-    if (key != nullptr && st.sent_serial[p] != key->serial) h.rkey_len = static_cast<std::int64_t>(key->rkey.size());
-    const auto* hb = reinterpret_cast<const std::byte*>(&h);
-    meta_out_.insert(meta_out_.end(), hb, hb + sizeof h);
-    if (h.rkey_len > 0) {
-      meta_out_.insert(meta_out_.end(), key->rkey.begin(), key->rkey.end());
-      st.sent_serial[p] = key->serial;
-      ++st.rkeys_sent;
-    }
-    if (h.nblocks > 0) {
-      const auto* bb = reinterpret_cast<const std::byte*>(blocks);
-      meta_out_.insert(meta_out_.end(), bb, bb + h.nblocks * static_cast<std::int64_t>(sizeof(ByteBlock)));
-    }
-    scounts_[p] = static_cast<int>(meta_out_.size()) - sdispls_[p];
+// Whether this rank copies a block to itself (never in place: the receive array holds it).
+bool UcxZcopyAlltoallw::has_self_block(const Call& call) const {
+  const int self = call.rank();
+  return !call.in_place && send_bytes_[self] > 0 && recv_layouts_[self];
+}
+
+// Packs what the small-block peers read into packed_sends_, in one pass over the send array in
+// address order. The self block joins the pass when its source is strided too, so the array is
+// read once, front to back.
+void UcxZcopyAlltoallw::pack_small_blocks(Call& call) {
+  if (call.packed_bytes == 0) return;
+  const auto packed_bytes = static_cast<std::size_t>(call.packed_bytes);
+  if (packed_sends_.size() < packed_bytes) packed_sends_.resize(packed_bytes);
+  const SendSide& send = call.send;
+  packer_.clear();
+  for (int peer = 0; peer < call.size(); ++peer) {
+    if (packed_offsets_[peer] < 0) continue;
+    const ByteBlock stream{0, send_bytes_[peer]};
+    packer_.add(at(send.buf, send.displs[peer]), send.counts[peer], *send_layouts_[peer],
+                packed_sends_.data() + packed_offsets_[peer], 1, contiguous_span(stream));
+    ++call.packed_peers;
   }
-  rcounts_.assign(P, 0);
-  TB_MPI_CHECK(PMPI_Alltoall(scounts_.data(), 1, MPI_INT, rcounts_.data(), 1, MPI_INT, st.peers));
-  rdispls_.assign(P, 0);
+  const int self = call.rank();
+  if (has_self_block(call) && send_bytes_[self] == recv_bytes_[self] && !send_layouts_[self]->dense()) {
+    const AlltoallwArgs& args = call.args;
+    packer_.add(at(send.buf, send.displs[self]), send.counts[self], *send_layouts_[self],
+                at(args.recvbuf, args.rdispls[self]), args.recvcounts[self], *recv_layouts_[self]);
+    call.self_copied = true;
+  }
+  packer_.run(true);
+}
+
+// Registers what peers will read (the send array's span, the packed copy) and tells each peer
+// where, how, and with which rkey.
+void UcxZcopyAlltoallw::publish(Call& call) {
+  // The rkeys are copied: a later registration may move the cache's entries.
+  auto register_span = [&](std::uintptr_t address, std::int64_t bytes, std::vector<std::byte>& rkey) {
+    const UcxState::Registration& entry = call.state.registration(address, static_cast<std::size_t>(bytes));
+    rkey.assign(entry.rkey.begin(), entry.rkey.end());
+    return entry.serial;
+  };
+  const ByteSpan& span = call.send_span;
+  if (span.touched) call.send_serial = register_span(address_at(call.send.buf, span.lo), span.bytes(), send_rkey_);
+  if (call.packed_bytes > 0)
+    call.packed_serial = register_span(address_at(packed_sends_.data(), 0), call.packed_bytes, packed_rkey_);
+  write_metadata(call);
+  exchange_metadata(call);
+}
+
+// Lays out the metadata for every peer in meta_out_ (none for this rank itself).
+void UcxZcopyAlltoallw::write_metadata(Call& call) {
+  meta_send_counts_.assign(call.size(), 0);
+  meta_send_displs_.assign(call.size(), 0);
+  meta_out_.clear();
+  for (int peer = 0; peer < call.size(); ++peer) {
+    meta_send_displs_[peer] = static_cast<int>(meta_out_.size());
+    if (peer == call.rank()) continue;
+    append_metadata(call, peer);
+    meta_send_counts_[peer] = static_cast<int>(meta_out_.size()) - meta_send_displs_[peer];
+  }
+}
+
+// One peer's metadata: the header, the rkey when the peer has not seen this registration, and
+// the block list (a packed copy is one block).
+void UcxZcopyAlltoallw::append_metadata(Call& call, int peer) {
+  const std::int64_t bytes = send_bytes_[peer];
+  MetadataHeader header{};
+  const std::vector<std::byte>* rkey = nullptr;
+  const ByteBlock whole{0, bytes};
+  const ByteBlock* blocks = nullptr;
+  if (bytes > 0 && packed_offsets_[peer] >= 0) {
+    rkey = &packed_rkey_;
+    header = {.origin = static_cast<std::int64_t>(address_at(packed_sends_.data(), packed_offsets_[peer])),
+              .serial = call.packed_serial, .rkey_bytes = 0, .blocks = 1, .count = 1, .extent = bytes, .size = bytes};
+    blocks = &whole;
+  } else if (bytes > 0) {
+    const TypeLayout& layout = *send_layouts_[peer];
+    rkey = &send_rkey_;
+    header = {.origin = static_cast<std::int64_t>(address_at(call.send.buf, call.send.displs[peer])),
+              .serial = call.send_serial, .rkey_bytes = 0, .blocks = static_cast<std::int64_t>(layout.blocks.size()),
+              .count = call.send.counts[peer], .extent = layout.extent, .size = layout.size};
+    blocks = layout.blocks.data();
+  }
+  UcxState& state = call.state;
+  if (rkey != nullptr && state.serial_sent_to[peer] != header.serial)
+    header.rkey_bytes = static_cast<std::int64_t>(rkey->size());
+  append_bytes(meta_out_, &header, sizeof header);
+  if (header.rkey_bytes > 0) {
+    append_bytes(meta_out_, rkey->data(), rkey->size());
+    state.serial_sent_to[peer] = header.serial;
+    ++state.rkeys_sent;
+  }
+  if (header.blocks > 0) append_bytes(meta_out_, blocks, static_cast<std::size_t>(header.blocks) * sizeof(ByteBlock));
+}
+
+// Sends every peer its metadata: the byte counts (MPI_Alltoall), then the bytes (MPI_Alltoallv).
+void UcxZcopyAlltoallw::exchange_metadata(Call& call) {
+  meta_recv_counts_.assign(call.size(), 0);
+  TB_MPI_CHECK(PMPI_Alltoall(meta_send_counts_.data(), 1, MPI_INT, meta_recv_counts_.data(), 1, MPI_INT,
+                             call.state.peers));
+  meta_recv_displs_.assign(call.size(), 0);
   int total = 0;
-  for (int p = 0; p < P; ++p) {
-    rdispls_[p] = total;
-    total += rcounts_[p];
+  for (int peer = 0; peer < call.size(); ++peer) {
+    meta_recv_displs_[peer] = total;
+    total += meta_recv_counts_[peer];
   }
   meta_in_.resize(static_cast<std::size_t>(total));
-  TB_MPI_CHECK(PMPI_Alltoallv(meta_out_.data(), scounts_.data(), sdispls_.data(), MPI_BYTE, meta_in_.data(),
-                              rcounts_.data(), rdispls_.data(), MPI_BYTE, st.peers));
+  TB_MPI_CHECK(PMPI_Alltoallv(meta_out_.data(), meta_send_counts_.data(), meta_send_displs_.data(), MPI_BYTE,
+                              meta_in_.data(), meta_recv_counts_.data(), meta_recv_displs_.data(), MPI_BYTE,
+                              call.state.peers));
+}
 
-  // 2. Gets, receiver-driven; the self block is a local copy meanwhile.
-  std::string error;
-  auto& requests = requests_;
-  requests.clear();
-  int direct = 0, staged = 0;
-  std::int64_t gets = 0;
-  struct Incoming {
-    int peer;
-    Header h;
-    const ByteBlock* blocks;
-    bool staged;
-    std::size_t offset;  // in staging_
-  };
-  std::vector<Incoming> incoming;
-  std::size_t staging_bytes = 0;
+// Matches and gets. A failure is kept for after the barrier, so that every rank still reaches it.
+void UcxZcopyAlltoallw::read_from_peers(Call& call) {
+  incoming_.clear();
+  received_blocks_.clear();
+  requests_.clear();
   try {
-    for (int p = 0; p < P; ++p) {
-      if (p == me || rcounts_[p] == 0) continue;
-      const std::byte* m = meta_in_.data() + rdispls_[p];
-      Header h;
-      std::memcpy(&h, m, sizeof h);
-      m += sizeof h;
-      UcxState::PeerKey& key = st.peer_key[p];
-      if (h.rkey_len > 0) {
-        if (key.rkey != nullptr) ucp_rkey_destroy(key.rkey);
-        key.rkey = nullptr;
-        check_ucx(ucp_ep_rkey_unpack(st.eps[p], m, &key.rkey), "ucp_ep_rkey_unpack");
-        key.serial = h.serial;
-        m += h.rkey_len;
-      }
-      const std::int64_t sent = h.count * h.size;
-      if (sent != rbytes[p]) {
-        if (error.empty())
-          error = "ucx_zcopy: rank " + std::to_string(p) + " sends " + std::to_string(sent) + " bytes to rank " +
-                  std::to_string(me) + ", which expects " + std::to_string(rbytes[p]) + " (type signatures differ)";
-        continue;
-      }
-      if (sent == 0) continue;
-      if (key.rkey == nullptr || key.serial != h.serial)
-        throw std::logic_error("ucx_zcopy: no rkey for rank " + std::to_string(p) + "'s registration");
-      const auto* blocks = reinterpret_cast<const ByteBlock*>(m);
-      const BlockSpan theirs(blocks, static_cast<std::size_t>(h.nblocks), h.size, h.extent);
-      // Each get costs a fixed overhead: when my layout would cut the sender's blocks into many
-      // more pieces, get the blocks whole into staging and unpack afterwards.
-      std::int64_t pieces = 0, src_end = -1, dst_end = -1;  // gets after merging adjacent pieces
-      for_each_piece(h.count, theirs, a.recvcounts[p], *rlayout_[p], [&](std::int64_t so, std::int64_t d, std::int64_t n) {
-        if (so != src_end || d != dst_end) ++pieces;
-        src_end = so + n;
-        dst_end = d + n;
-      });
-      const std::int64_t sender_blocks = theirs.dense() ? 1 : h.count * h.nblocks;
-      const bool stage = pieces > 2 * std::max<std::int64_t>(1, sender_blocks);
-      incoming.push_back({p, h, blocks, stage, staging_bytes});
-      if (stage) staging_bytes += static_cast<std::size_t>(sent);
-    }
-    if (staging_.size() < staging_bytes) staging_.resize(staging_bytes);
-    // The receive array is registered too (the same cache), and direct gets carry its handle,
-    // so transports that need registered local memory find it without a lookup per get.
-    ucp_mem_h recv_memh = nullptr;
-    if (any_recv && direct_wanted(incoming))
-      recv_memh = st.registration(reinterpret_cast<std::uintptr_t>(a.recvbuf) + static_cast<std::uintptr_t>(rlo),
-                                  static_cast<std::size_t>(rhi - rlo)).memh;
-    for (const Incoming& in : incoming) {
-      const int p = in.peer;
-      const BlockSpan theirs(in.blocks, static_cast<std::size_t>(in.h.nblocks), in.h.size, in.h.extent);
-      // Pieces adjacent on both sides become one get.
-      std::int64_t run_remote = 0, run_len = 0;
-      std::byte* run_local = nullptr;
-      auto flush = [&] {
-        // Long runs go as gets of at most kMaxGet bytes: single gets of tens of MiB ran 2-5x
-        // slower than the same bytes in 512 KiB gets here (UCX 1.13, cma).
-        for (std::int64_t done = 0; done < run_len; done += kMaxGet) {
-          const std::int64_t n = std::min(kMaxGet, run_len - done);
-          ucp_request_param_t param{};
-          if (!in.staged && recv_memh != nullptr) {
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
-            param.memh = recv_memh;
-          }
-          ucs_status_ptr_t req = ucp_get_nbx(st.eps[p], run_local + done, static_cast<std::size_t>(n),
-                                             static_cast<std::uint64_t>(run_remote + done), st.peer_key[p].rkey, &param);
-          if (UCS_PTR_IS_ERR(req)) throw std::runtime_error(ucx_error("ucp_get_nbx", UCS_PTR_STATUS(req)));
-          requests.push_back(req);
-          ++gets;
-        }
-      };
-      auto add = [&](std::int64_t remote, std::byte* local, std::int64_t n) {
-        if (run_len > 0 && run_remote + run_len == remote && run_local + run_len == local) {
-          run_len += n;
-          return;
-        }
-        flush();
-        run_remote = remote;
-        run_local = local;
-        run_len = n;
-      };
-      if (in.staged) {
-        const ByteBlock whole{0, in.h.count * in.h.size};
-        std::byte* dst = staging_.data() + in.offset;
-        for_each_piece(in.h.count, theirs, 1, contiguous_span(whole),
-                       [&](std::int64_t so, std::int64_t doff, std::int64_t n) { add(in.h.origin + so, dst + doff, n); });
-        ++staged;
-      } else {
-        std::byte* dst = at(a.recvbuf, a.rdispls[p]);
-        for_each_piece(in.h.count, theirs, a.recvcounts[p], *rlayout_[p],
-                       [&](std::int64_t so, std::int64_t doff, std::int64_t n) { add(in.h.origin + so, dst + doff, n); });
-        ++direct;
-      }
-      flush();
-    }
+    match(call);
+    issue_gets(call);
   } catch (const std::exception& e) {
-    if (error.empty()) error = e.what();
+    call.fail(e.what());
   }
-  if (!in_place && sbytes[me] > 0 && rlayout_[me]) {
-    if (sbytes[me] != rbytes[me]) {
-      if (error.empty()) error = "ucx_zcopy: the self block sends " + std::to_string(sbytes[me]) + " bytes but receives " +
-                                 std::to_string(rbytes[me]);
-    } else if (!self_done) {
-      copy_typed(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
-                 a.recvcounts[me], *rlayout_[me]);
+}
+
+// Reads each sender's metadata: takes in a new rkey, checks the sender's bytes against the
+// receive layout's, and chooses between direct gets and a staged get.
+void UcxZcopyAlltoallw::match(Call& call) {
+  std::size_t staging_bytes = 0;
+  for (int peer = 0; peer < call.size(); ++peer) {
+    if (peer == call.rank() || meta_recv_counts_[peer] == 0) continue;
+    const std::byte* cursor = meta_in_.data() + meta_recv_displs_[peer];
+    MetadataHeader header;
+    std::memcpy(&header, cursor, sizeof header);
+    cursor += sizeof header;
+    if (header.rkey_bytes > 0) {
+      call.state.unpack_rkey(peer, cursor, header.serial);
+      cursor += header.rkey_bytes;
     }
+    const std::int64_t sent = header.count * header.size;
+    if (sent != recv_bytes_[peer]) {
+      call.fail("ucx_zcopy: rank " + std::to_string(peer) + " sends " + std::to_string(sent) + " bytes to rank " +
+                std::to_string(call.rank()) + ", which expects " + std::to_string(recv_bytes_[peer]) +
+                " (type signatures differ)");
+      continue;
+    }
+    if (sent == 0) continue;
+    const UcxState::PeerRkey& key = call.state.peer_rkeys[peer];
+    if (key.rkey == nullptr || key.serial != header.serial)
+      throw std::logic_error("ucx_zcopy: no rkey for rank " + std::to_string(peer) + "'s registration");
+    IncomingPeer in{.peer = peer, .origin = header.origin, .count = header.count, .extent = header.extent,
+                    .size = header.size, .first_block = received_blocks_.size(),
+                    .blocks = static_cast<std::size_t>(header.blocks), .staging_offset = staging_bytes};
+    received_blocks_.resize(in.first_block + in.blocks);
+    if (in.blocks > 0) std::memcpy(received_blocks_.data() + in.first_block, cursor, in.blocks * sizeof(ByteBlock));
+    const BlockSpan theirs(received_blocks_.data() + in.first_block, in.blocks, in.size, in.extent);
+    in.staged = staging_pays(in.count, theirs, call.args.recvcounts[peer], *recv_layouts_[peer]);
+    if (in.staged) staging_bytes += static_cast<std::size_t>(sent);
+    incoming_.push_back(in);
   }
-  // 3. Complete my gets, then hold my array until every reader is done, serving their gets.
-  for (ucs_status_ptr_t req : requests) {
+  if (recv_staging_.size() < staging_bytes) recv_staging_.resize(staging_bytes);
+}
+
+// Issues the gets: per peer, the pieces in which the sender's blocks meet the receive layout
+// (or the staging buffer), adjacent pieces merged.
+void UcxZcopyAlltoallw::issue_gets(Call& call) {
+  const AlltoallwArgs& args = call.args;
+  UcxState& state = call.state;
+  // The receive array is registered too (the same cache), and direct gets carry its handle.
+  ucp_mem_h recv_memh = nullptr;
+  const ByteSpan& span = call.recv_span;
+  const bool any_direct =
+      std::any_of(incoming_.begin(), incoming_.end(), [](const IncomingPeer& in) { return !in.staged; });
+  if (span.touched && any_direct)
+    recv_memh = state.registration(address_at(args.recvbuf, span.lo), static_cast<std::size_t>(span.bytes())).memh;
+  for (const IncomingPeer& in : incoming_) {
+    const int peer = in.peer;
+    const BlockSpan theirs(received_blocks_.data() + in.first_block, in.blocks, in.size, in.extent);
+    PeerGets gets(state.endpoints[peer], state.peer_rkeys[peer].rkey, in.staged ? nullptr : recv_memh, requests_,
+                  call.gets);
+    auto get_piece = [&](std::byte* local) {
+      return [&gets, &in, local](std::int64_t remote, std::int64_t offset, std::int64_t length) {
+        gets.add(in.origin + remote, local + offset, length);
+      };
+    };
+    if (in.staged) {
+      const ByteBlock whole{0, in.count * in.size};
+      for_each_piece(in.count, theirs, 1, contiguous_span(whole), get_piece(recv_staging_.data() + in.staging_offset));
+      ++call.staged_peers;
+    } else {
+      for_each_piece(in.count, theirs, args.recvcounts[peer], *recv_layouts_[peer],
+                     get_piece(at(args.recvbuf, args.rdispls[peer])));
+      ++call.direct_peers;
+    }
+    gets.flush();
+  }
+}
+
+// The self block: a local typed copy, unless it went with the packing pass. Runs while the gets
+// are in flight.
+void UcxZcopyAlltoallw::copy_self_block(Call& call) {
+  if (!has_self_block(call)) return;
+  const int self = call.rank();
+  const AlltoallwArgs& args = call.args;
+  if (send_bytes_[self] != recv_bytes_[self]) {
+    call.fail("ucx_zcopy: the self block sends " + std::to_string(send_bytes_[self]) + " bytes but receives " +
+              std::to_string(recv_bytes_[self]));
+  } else if (!call.self_copied) {
+    copy_typed(at(call.send.buf, call.send.displs[self]), call.send.counts[self], *send_layouts_[self],
+               at(args.recvbuf, args.rdispls[self]), args.recvcounts[self], *recv_layouts_[self]);
+  }
+}
+
+// Completes this rank's gets, then holds its arrays until every reader is done (serving their
+// gets meanwhile), then unpacks the staged gets.
+void UcxZcopyAlltoallw::complete(Call& call) {
+  for (void* request : requests_) {
     try {
-      st.wait(req, "ucp_get_nbx");
+      call.state.wait(request, "ucp_get_nbx");
     } catch (const std::exception& e) {
-      if (error.empty()) error = e.what();
+      call.fail(e.what());
     }
   }
-  MPI_Request barrier = MPI_REQUEST_NULL;
-  TB_MPI_CHECK(PMPI_Ibarrier(st.peers, &barrier));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(st.timeout);
-  for (int done = 0; !done;) {
-    ucp_worker_progress(st.worker);
-    TB_MPI_CHECK(PMPI_Test(&barrier, &done, MPI_STATUS_IGNORE));
-    if (!done && std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("ucx_zcopy: the completion barrier did not finish within " + std::to_string(st.timeout) +
-                               " s (TB_UCX_TIMEOUT_S)");
-  }
-  if (error.empty())
-    for (const Incoming& in : incoming)
-      if (in.staged) unpack(staging_.data() + in.offset, a.recvcounts[in.peer], *rlayout_[in.peer], at(a.recvbuf, a.rdispls[in.peer]));
-  set_path(std::string("ucx_zcopy (") + (in_place ? "in place from a copy; " : "") + std::to_string(packed_peers) +
-          " peers packed by the sender; " + std::to_string(direct) + " peers direct, " + std::to_string(staged) +
-          " by staged get; " + std::to_string(gets) + " gets)");
-  if (!error.empty()) throw std::runtime_error(error);
+  call.state.barrier();
+  if (!call.error.empty()) return;
+  const AlltoallwArgs& args = call.args;
+  for (const IncomingPeer& in : incoming_)
+    if (in.staged)
+      unpack(recv_staging_.data() + in.staging_offset, args.recvcounts[in.peer], *recv_layouts_[in.peer],
+             at(args.recvbuf, args.rdispls[in.peer]));
 }
 
 }  // namespace tb
