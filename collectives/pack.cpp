@@ -17,8 +17,8 @@ namespace {
 
 // Large copies bypass the cache with non-temporal (streaming) stores: a destination that does
 // not fit in cache is then written once instead of read-for-ownership and written back, which
-// is most of the gap between a copy of strided blocks and one big memcpy (tb-bench-pack
-// measures both kinds of store).
+// is most of the gap between a copy of strided blocks and one big memcpy (compare tb-bench-pack
+// under TB_STREAMING_STORES=never and =always).
 bool use_streaming(std::int64_t total_bytes) {
   switch (settings().streaming_stores.get()) {
     case StreamingStores::never: return false;

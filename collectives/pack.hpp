@@ -62,8 +62,9 @@ class BlockCopy {
 
 // Several typed copies done as one stream of pieces in address order - of their sources (each
 // source array is then read front to back once, however the destinations interleave) or of
-// their destinations. Reading a strided source in two passes, one per destination, runs at less
-// than half the speed of one pass here. Lists are kept between uses: no allocation once warm.
+// their destinations. Reading a strided source once instead of once per destination saves the
+// passes that would each bring the whole source through the cache.
+// Lists are kept between uses: no allocation once warm.
 class MergedCopy {
  public:
   void clear();

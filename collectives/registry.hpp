@@ -20,7 +20,7 @@ struct AlltoallwAlgorithmInfo {
   std::string_view name;
   std::string_view summary;  // one line: what it does
   std::unique_ptr<AlltoallwAlgorithm> (*make)();
-  // How fpga_transport costs it: the name of one of its schedules (fpga_transport/schedules.hpp),
+  // How fpga_transport costs it: the name of one of its schedules (fpga_transport/algorithm_cost.hpp),
   // usually the algorithm's own; or empty, with `not_modelled` saying why.
   std::string_view cost_schedule;
   std::string_view not_modelled;

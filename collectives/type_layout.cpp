@@ -155,92 +155,98 @@ void append_selection(TypeLayout& out, const TypeLayout& element, std::int64_t e
 
 std::shared_ptr<const TypeLayout> decode(MPI_Datatype t);
 
-TypeLayout decode_derived(MPI_Datatype t, const Contents& c) {
+// MPI_Type_create_subarray(ndims, sizes, subsizes, starts, order, oldtype).
+void append_subarray(TypeLayout& out, const Contents& c) {
+  const auto& ints = c.ints;
+  const int dims = ints[0];
+  std::vector<int> sizes(ints.begin() + 1, ints.begin() + 1 + dims);
+  std::vector<std::vector<std::int64_t>> indices(static_cast<std::size_t>(dims));
+  for (int k = 0; k < dims; ++k)
+    for (int j = 0; j < ints[1 + dims + k]; ++j) indices[k].push_back(ints[1 + 2 * dims + k] + j);
+  const auto element = type_layout(c.types.at(0));
+  append_selection(out, *element, element->extent, sizes, indices, ints[1 + 3 * dims]);
+}
+
+// MPI_Type_create_darray(size, rank, ndims, gsizes, distribs, dargs, psizes, order, oldtype).
+void append_darray(TypeLayout& out, const Contents& c) {
+  const auto& ints = c.ints;
+  const int rank = ints[1], dims = ints[2];
+  std::vector<int> gsizes(ints.begin() + 3, ints.begin() + 3 + dims);
+  const int* distribs = &ints[3 + dims];
+  const int* dargs = &ints[3 + 2 * dims];
+  const int* psizes = &ints[3 + 3 * dims];
+  const int order = ints[3 + 4 * dims];
+  // Process coordinates: the process grid is row-major whatever the array order.
+  std::vector<int> coord(static_cast<std::size_t>(dims));
+  for (int k = dims - 1, r = rank; k >= 0; --k) {
+    coord[k] = r % psizes[k];
+    r /= psizes[k];
+  }
+  std::vector<std::vector<std::int64_t>> indices;
+  for (int k = 0; k < dims; ++k)
+    indices.push_back(darray_indices(gsizes[k], distribs[k], dargs[k], psizes[k], coord[k]));
+  const auto element = type_layout(c.types.at(0));
+  append_selection(out, *element, element->extent, gsizes, indices, order);
+}
+
+// Indexed families: block i of ints[1 + i] (or one shared block length) elements at a
+// displacement in elements (ints) or bytes (addrs).
+void append_indexed(TypeLayout& out, const Contents& c) {
+  const auto& ints = c.ints;
+  const auto element = type_layout(c.types.at(0));
+  const int blocks = ints[0];
+  const bool one_length = c.combiner == MPI_COMBINER_INDEXED_BLOCK || c.combiner == MPI_COMBINER_HINDEXED_BLOCK;
+  const bool in_elements = c.combiner == MPI_COMBINER_INDEXED || c.combiner == MPI_COMBINER_INDEXED_BLOCK;
+  for (int i = 0; i < blocks; ++i) {
+    const int length = one_length ? ints[1] : ints[1 + i];
+    const int displacement_at = one_length ? 2 + i : 1 + blocks + i;
+    const std::int64_t displacement = in_elements ? ints[displacement_at] * element->extent : c.addrs[i];
+    append_copies(out, *element, length, element->extent, displacement);
+  }
+}
+
+TypeLayout decode_derived(const Contents& c) {
   TypeLayout out;
-  auto child = [&](std::size_t i) { return type_layout(c.types.at(i)); };
-  const auto& I = c.ints;
-  const auto& A = c.addrs;
+  const auto& ints = c.ints;
   switch (c.combiner) {
     case MPI_COMBINER_DUP:
-    case MPI_COMBINER_RESIZED: {
-      out = *child(0);
+    case MPI_COMBINER_RESIZED:
+      out = *type_layout(c.types.at(0));
       break;
-    }
     case MPI_COMBINER_CONTIGUOUS: {
-      auto e = child(0);
-      append_copies(out, *e, I[0], e->extent, 0);
+      const auto element = type_layout(c.types.at(0));
+      append_copies(out, *element, ints[0], element->extent, 0);
       break;
     }
     case MPI_COMBINER_VECTOR:
     case MPI_COMBINER_HVECTOR: {
-      auto e = child(0);
-      const std::int64_t stride = c.combiner == MPI_COMBINER_VECTOR ? I[2] * e->extent : A[0];
-      for (int i = 0; i < I[0]; ++i) append_copies(out, *e, I[1], e->extent, i * stride);
+      const auto element = type_layout(c.types.at(0));
+      const std::int64_t stride = c.combiner == MPI_COMBINER_VECTOR ? ints[2] * element->extent : c.addrs[0];
+      for (int i = 0; i < ints[0]; ++i) append_copies(out, *element, ints[1], element->extent, i * stride);
       break;
     }
     case MPI_COMBINER_INDEXED:
-    case MPI_COMBINER_HINDEXED: {
-      auto e = child(0);
-      const int n = I[0];
-      for (int i = 0; i < n; ++i) {
-        const std::int64_t disp = c.combiner == MPI_COMBINER_INDEXED ? I[1 + n + i] * e->extent : A[i];
-        append_copies(out, *e, I[1 + i], e->extent, disp);
-      }
-      break;
-    }
+    case MPI_COMBINER_HINDEXED:
     case MPI_COMBINER_INDEXED_BLOCK:
-    case MPI_COMBINER_HINDEXED_BLOCK: {
-      auto e = child(0);
-      const int n = I[0];
-      for (int i = 0; i < n; ++i) {
-        const std::int64_t disp = c.combiner == MPI_COMBINER_INDEXED_BLOCK ? I[2 + i] * e->extent : A[i];
-        append_copies(out, *e, I[1], e->extent, disp);
+    case MPI_COMBINER_HINDEXED_BLOCK:
+      append_indexed(out, c);
+      break;
+    case MPI_COMBINER_STRUCT:
+      for (int i = 0; i < ints[0]; ++i) {
+        const auto member = type_layout(c.types.at(static_cast<std::size_t>(i)));
+        append_copies(out, *member, ints[1 + i], member->extent, c.addrs[i]);
       }
       break;
-    }
-    case MPI_COMBINER_STRUCT: {
-      const int n = I[0];
-      for (int i = 0; i < n; ++i) {
-        auto e = child(static_cast<std::size_t>(i));
-        append_copies(out, *e, I[1 + i], e->extent, A[i]);
-      }
+    case MPI_COMBINER_SUBARRAY:
+      append_subarray(out, c);
       break;
-    }
-    case MPI_COMBINER_SUBARRAY: {
-      const int n = I[0];
-      std::vector<int> sizes(I.begin() + 1, I.begin() + 1 + n);
-      std::vector<std::vector<std::int64_t>> indices(static_cast<std::size_t>(n));
-      for (int k = 0; k < n; ++k)
-        for (int j = 0; j < I[1 + n + k]; ++j) indices[k].push_back(I[1 + 2 * n + k] + j);
-      auto e = child(0);
-      append_selection(out, *e, e->extent, sizes, indices, I[1 + 3 * n]);
+    case MPI_COMBINER_DARRAY:
+      append_darray(out, c);
       break;
-    }
-    case MPI_COMBINER_DARRAY: {
-      const int size = I[0], rank = I[1], n = I[2];
-      (void)size;
-      std::vector<int> gsizes(I.begin() + 3, I.begin() + 3 + n);
-      const int* distribs = &I[3 + n];
-      const int* dargs = &I[3 + 2 * n];
-      const int* psizes = &I[3 + 3 * n];
-      const int order = I[3 + 4 * n];
-      // Process coordinates: the process grid is row-major whatever the array order.
-      std::vector<int> coord(static_cast<std::size_t>(n));
-      for (int k = n - 1, r = rank; k >= 0; --k) {
-        coord[k] = r % psizes[k];
-        r /= psizes[k];
-      }
-      std::vector<std::vector<std::int64_t>> indices;
-      for (int k = 0; k < n; ++k) indices.push_back(darray_indices(gsizes[k], distribs[k], dargs[k], psizes[k], coord[k]));
-      auto e = child(0);
-      append_selection(out, *e, e->extent, gsizes, indices, order);
-      break;
-    }
     default:
       throw std::invalid_argument("type_layout: datatype combiner " + std::to_string(c.combiner) +
                                   " (Fortran F90 or deprecated *_INTEGER) is not supported");
   }
-  (void)t;
   return out;
 }
 
@@ -257,7 +263,7 @@ std::shared_ptr<const TypeLayout> decode(MPI_Datatype t) {
       layout->size = size;
     }
   } else {
-    *layout = decode_derived(t, contents);
+    *layout = decode_derived(contents);
   }
   MPI_Aint lb = 0, extent = 0;
   TB_MPI_CHECK(PMPI_Type_get_extent(t, &lb, &extent));

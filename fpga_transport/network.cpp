@@ -44,22 +44,7 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
   else if (kind == "host") n.kind_ = NetworkKind::host;
   else throw std::invalid_argument("network " + n.name_ + ": kind must be iec, pcie_mpi or host, got '" + kind + "'");
   if (spec.contains("iec")) spec.at("iec").get_to(n.iec_);
-  if (spec.contains("pcie_mpi")) {
-    const auto& p = spec.at("pcie_mpi");
-    p.get_to(n.pcie_);
-    if (p.contains("calibrate_from")) {  // measured curves derived from published b_eff runs
-      const auto& c = p.at("calibrate_from");
-      for (const char* key : {"reference", "pcie_run", "cpu_run", "host_network_run"})
-        if (!c.contains(key) || !c.at(key).is_string())
-          throw std::invalid_argument("network " + n.name_ + ": pcie_mpi.calibrate_from needs the string '" + key + "'");
-      const PcieMpiPath cal = calibrate_base_path(load_beff_reference(c.at("reference").get<std::string>()),
-                                                  c.at("pcie_run").get<std::string>(), c.at("cpu_run").get<std::string>(),
-                                                  c.at("host_network_run").get<std::string>());
-      n.pcie_.pcie_transfer = cal.pcie_transfer;
-      n.pcie_.host_exchange = cal.host_exchange;
-      n.pcie_.calibration = cal.calibration;
-    }
-  }
+  if (spec.contains("pcie_mpi")) n.read_pcie_mpi(spec.at("pcie_mpi"));
   if (spec.contains("host")) spec.at("host").get_to(n.host_);
   if (spec.contains("library")) {
     spec.at("library").get_to(n.library_);
@@ -68,52 +53,74 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
   n.topology_ = spec.value("topology", n.kind_ == NetworkKind::iec ? "ring" : "switch");
   n.ranks_per_node_ = spec.value("ranks_per_node", n.kind_ == NetworkKind::host ? 0 : 1);
   if (n.ranks_per_node_ <= 0) n.ranks_per_node_ = ranks;
-
   n.adjacency_.assign(static_cast<std::size_t>(ranks), {});
   if (n.kind_ == NetworkKind::iec) {
-    const int per_fpga = spec.value("channels_per_fpga", 4);
-    std::map<std::pair<int, int>, int> channels;  // undirected, merged
-    auto wire = [&](int u, int v, int c) {
-      if (u < 0 || v < 0 || u >= ranks || v >= ranks)
-        throw std::invalid_argument("network " + n.name_ + ": link " + std::to_string(u) + "-" + std::to_string(v) +
-                                    " names an FPGA outside 0.." + std::to_string(ranks - 1));
-      if (u == v || c <= 0) return;
-      channels[{std::min(u, v), std::max(u, v)}] += c;
-    };
-    if (n.topology_ == "ring") {
-      if (ranks == 2) wire(0, 1, per_fpga);  // both ports of each side go to the one neighbour
-      else if (ranks > 2)
-        for (int i = 0; i < ranks; ++i) wire(i, (i + 1) % ranks, per_fpga / 2);
-    } else if (n.topology_ == "torus") {
-      std::vector<int> dims = spec.value("torus_dims", std::vector<int>{});
-      if (dims.empty()) {  // the most nearly square R x C with R <= C
-        int r = static_cast<int>(std::sqrt(static_cast<double>(ranks)));
-        while (r > 1 && ranks % r != 0) --r;
-        dims = {std::max(r, 1), ranks / std::max(r, 1)};
-      }
-      if (dims.size() != 2 || dims[0] * dims[1] != ranks)
-        throw std::invalid_argument("network " + n.name_ + ": torus_dims [R, C] must multiply to the " +
-                                    std::to_string(ranks) + " ranks");
-      const int r = dims[0], c = dims[1];
-      for (int i = 0; i < r; ++i)
-        for (int j = 0; j < c; ++j) {
-          const int me = i * c + j;
-          if (c > 1) wire(me, i * c + (j + 1) % c, per_fpga / 4);
-          if (r > 1) wire(me, ((i + 1) % r) * c + j, per_fpga / 4);
-        }
-    } else if (n.topology_ == "links") {
-      for (const auto& l : spec.at("links")) wire(l.at(0).get<int>(), l.at(1).get<int>(), l.size() > 2 ? l.at(2).get<int>() : 1);
-    } else {
-      throw std::invalid_argument("network " + n.name_ + ": topology must be ring, torus or links, got '" + n.topology_ + "'");
-    }
-    for (const auto& [uv, c] : channels) {
-      n.adjacency_[uv.first].push_back({uv.second, c});
-      n.adjacency_[uv.second].push_back({uv.first, c});
-    }
-    for (auto& a : n.adjacency_) std::sort(a.begin(), a.end(), [](const Edge& x, const Edge& y) { return x.to < y.to; });
+    n.wire_iec_links(spec);
     n.build_routes();
   }
   return n;
+}
+
+// The PCIe+MPI path: data-sheet figures, or measured curves derived from published b_eff runs.
+void Network::read_pcie_mpi(const nlohmann::json& p) {
+  p.get_to(pcie_);
+  if (!p.contains("calibrate_from")) return;
+  const auto& c = p.at("calibrate_from");
+  for (const char* key : {"reference", "pcie_run", "cpu_run", "host_network_run"})
+    if (!c.contains(key) || !c.at(key).is_string())
+      throw std::invalid_argument("network " + name_ + ": pcie_mpi.calibrate_from needs the string '" + key + "'");
+  const PcieMpiPath cal = calibrate_base_path(load_beff_reference(c.at("reference").get<std::string>()),
+                                              c.at("pcie_run").get<std::string>(), c.at("cpu_run").get<std::string>(),
+                                              c.at("host_network_run").get<std::string>());
+  pcie_.pcie_transfer = cal.pcie_transfer;
+  pcie_.host_exchange = cal.host_exchange;
+  pcie_.calibration = cal.calibration;
+}
+
+// The IEC channels between FPGAs for the topology (ring, torus or explicit links), merged per
+// undirected pair into adjacency_.
+void Network::wire_iec_links(const nlohmann::json& spec) {
+  const int ranks = ranks_;
+  const int per_fpga = spec.value("channels_per_fpga", 4);
+  std::map<std::pair<int, int>, int> channels;  // undirected, merged
+  auto wire = [&](int u, int v, int c) {
+    if (u < 0 || v < 0 || u >= ranks || v >= ranks)
+      throw std::invalid_argument("network " + name_ + ": link " + std::to_string(u) + "-" + std::to_string(v) +
+                                  " names an FPGA outside 0.." + std::to_string(ranks - 1));
+    if (u == v || c <= 0) return;
+    channels[{std::min(u, v), std::max(u, v)}] += c;
+  };
+  if (topology_ == "ring") {
+    if (ranks == 2) wire(0, 1, per_fpga);  // both ports of each side go to the one neighbour
+    else if (ranks > 2)
+      for (int i = 0; i < ranks; ++i) wire(i, (i + 1) % ranks, per_fpga / 2);
+  } else if (topology_ == "torus") {
+    std::vector<int> dims = spec.value("torus_dims", std::vector<int>{});
+    if (dims.empty()) {  // the most nearly square R x C with R <= C
+      int r = static_cast<int>(std::sqrt(static_cast<double>(ranks)));
+      while (r > 1 && ranks % r != 0) --r;
+      dims = {std::max(r, 1), ranks / std::max(r, 1)};
+    }
+    if (dims.size() != 2 || dims[0] * dims[1] != ranks)
+      throw std::invalid_argument("network " + name_ + ": torus_dims [R, C] must multiply to the " +
+                                  std::to_string(ranks) + " ranks");
+    const int rows = dims[0], columns = dims[1];
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < columns; ++j) {
+        const int me = i * columns + j;
+        if (columns > 1) wire(me, i * columns + (j + 1) % columns, per_fpga / 4);
+        if (rows > 1) wire(me, ((i + 1) % rows) * columns + j, per_fpga / 4);
+      }
+  } else if (topology_ == "links") {
+    for (const auto& l : spec.at("links")) wire(l.at(0).get<int>(), l.at(1).get<int>(), l.size() > 2 ? l.at(2).get<int>() : 1);
+  } else {
+    throw std::invalid_argument("network " + name_ + ": topology must be ring, torus or links, got '" + topology_ + "'");
+  }
+  for (const auto& [uv, c] : channels) {
+    adjacency_[uv.first].push_back({uv.second, c});
+    adjacency_[uv.second].push_back({uv.first, c});
+  }
+  for (auto& a : adjacency_) std::sort(a.begin(), a.end(), [](const Edge& x, const Edge& y) { return x.to < y.to; });
 }
 
 void Network::build_routes() {

@@ -72,6 +72,8 @@ class Network {
     int to;
     int channels;
   };
+  void read_pcie_mpi(const nlohmann::json& pcie_mpi);
+  void wire_iec_links(const nlohmann::json& spec);
   void build_routes();
   IecLink link_model(int u, int v) const;  // the IEC model of the link u -> v (its channel count)
 
