@@ -7,15 +7,19 @@
 // bandwidth.
 //
 //   build/mpich/bin/tb-bench-pack --benchmark_min_time=0.2
+//   build/mpich/bin/tb-bench-pack --list-settings
 #include "collectives/mpi_error.hpp"
 #include "collectives/pack.hpp"
+#include "collectives/settings.hpp"
 #include "collectives/type_layout.hpp"
 #include "microbench/run_metadata.hpp"
 
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <vector>
 
 namespace {
@@ -105,7 +109,21 @@ BENCHMARK(BM_MpiUnpack)->Apply(strided);
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --list-settings: the TB_* table (the packer reads TB_STREAMING_STORES); Google Benchmark's
+  // own flags are all --benchmark_*.
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--list-settings") == 0) {
+      std::fputs(tb::settings_table().c_str(), stdout);
+      return 0;
+    }
   MPI_Init(&argc, &argv);
+  try {
+    tb::check_settings();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tb-bench-pack: error: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::AddCustomContext("mpi_library", tb::mpi_library_version());
   benchmark::AddCustomContext("git_commit", tb::git_commit());

@@ -2,14 +2,18 @@
 // tb-ptrans), so that they treat bad input and failures alike:
 //   1. MPI_Init; MPI errors return codes on MPI_COMM_WORLD and MPI_COMM_SELF (the tools check them).
 //   2. `app` parses on every rank. Help and parse errors are printed by rank 0; every rank exits
-//      with CLI11's code.
-//   3. `validate` (may be empty) checks the options on every rank before any collective: an
-//      exception there is "<tool>: error: ..." from rank 0 and exit code 2 on every rank.
+//      with CLI11's code. The frame adds --list-settings (the TB_* table, exit 0) and, when the
+//      tool gives `algorithm_list`, --list-algorithms (its text, exit 0); rank 0 prints them.
+//   3. The settings are checked (tb::check_settings), then `validate` (may be empty) checks the
+//      options, on every rank before any collective: an exception there (or in --list-algorithms)
+//      is "<tool>: error: ..." from rank 0 and exit code 2 on every rank.
 //   4. `run` returns the exit code. An exception on any rank prints "<tool> (rank r): error: ..."
 //      and aborts the job, because the other ranks may be waiting in a collective. The abort
 //      waits a moment first, so that the launcher forwards the line; without it the message is
 //      sometimes lost.
 #pragma once
+
+#include "collectives/settings.hpp"
 
 #include <CLI/CLI.hpp>
 #include <mpi.h>
@@ -35,8 +39,16 @@ std::string join(const auto& values, const char* sep) {
   return s.str();
 }
 
+// The help text of --list-settings, the same in every tool.
+inline constexpr const char* kListSettingsHelp = "print the TB_* settings (default, value here, meaning) and exit";
+
 inline int mpi_tool_main(int argc, char** argv, const char* tool, CLI::App& app, const std::function<void()>& validate,
-                         const std::function<int()>& run) {
+                         const std::function<int()>& run,
+                         const std::function<std::string()>& algorithm_list = {}) {
+  bool list_settings = false, list_algorithms = false;
+  if (algorithm_list) app.add_flag("--list-algorithms", list_algorithms, "print the registered Alltoallw algorithms and exit");
+  app.add_flag("--list-settings", list_settings, kListSettingsHelp);
+
   MPI_Init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
@@ -50,14 +62,24 @@ inline int mpi_tool_main(int argc, char** argv, const char* tool, CLI::App& app,
     MPI_Finalize();
     return code;
   }
-  if (validate) {
-    try {
-      validate();
-    } catch (const std::exception& e) {
-      if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+  if (list_settings) {
+    if (rank == 0) std::fputs(settings_table().c_str(), stdout);
+    MPI_Finalize();
+    return 0;
+  }
+  try {
+    check_settings();
+    if (list_algorithms) {
+      const std::string text = algorithm_list();
+      if (rank == 0) std::fputs(text.c_str(), stdout);
       MPI_Finalize();
-      return 2;
+      return 0;
     }
+    if (validate) validate();
+  } catch (const std::exception& e) {
+    if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    MPI_Finalize();
+    return 2;
   }
   try {
     code = run();

@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <stdexcept>
 #include <ctime>
 #include <string_view>
 
@@ -122,23 +120,6 @@ std::string relevant_environment_text(const nlohmann::json& metadata) {
   for (const auto& [name, value] : metadata.at("environment").items())
     text += (text.empty() ? "" : ";") + name + "=" + value.get<std::string>();
   return text;
-}
-
-void write_results_csv(const std::string& path, const nlohmann::json& rows, const std::vector<std::string>& columns,
-                       const nlohmann::json& meta) {
-  std::ofstream f(path);
-  for (const auto& c : columns) f << c << ",";
-  f << "ranks,nodes,mpi_library,cores,numa_nodes,environment,git_commit\n";
-  for (const auto& row : rows) {
-    for (const auto& c : columns) {
-      const auto& v = row.at(c);
-      f << (v.is_string() ? v.get<std::string>() : v.dump()) << ",";
-    }
-    f << meta["ranks"] << "," << meta["nodes"] << ",\"" << meta["mpi_library"].get<std::string>() << "\","
-      << meta["hwloc"].value("cores", 0) << "," << meta["hwloc"].value("numa_nodes", 0) << ",\""
-      << relevant_environment_text(meta) << "\"," << meta["git_commit"].get<std::string>() << "\n";
-  }
-  if (!f) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace tb

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
-#include <vector>
 
 namespace tb {
 
@@ -24,10 +23,6 @@ nlohmann::json run_metadata(MPI_Comm comm);
 // The environment variables that change what MPI and UCX do, "NAME=value;NAME=value".
 std::string relevant_environment_text(const nlohmann::json& metadata);
 
-// Writes result rows (JSON objects) as CSV: the given columns, then the metadata every row
-// carries (ranks, nodes, mpi_library, cores, numa_nodes, environment, git_commit). Throws
-// std::runtime_error when the file cannot be written.
-void write_results_csv(const std::string& path, const nlohmann::json& rows, const std::vector<std::string>& columns,
-                       const nlohmann::json& metadata);
+// The results writers are in microbench/results.hpp.
 
 }  // namespace tb

@@ -29,6 +29,9 @@
 #include "collectives/node_layout.hpp"
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/registry.hpp"
+#include "collectives/settings.hpp"
+#include "microbench/mpi_tool.hpp"
+#include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
 #include "microbench/timing.hpp"
 #include "redistribute/redistribution.hpp"
@@ -243,6 +246,90 @@ class SilentReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>&) override {}
 };
 
+void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_settings) {
+  app.add_option("-m,--message-size", opt.range, "bytes per peer, min:max (powers of two between; K and M suffixes)")
+      ->capture_default_str();
+  app.add_option("--algorithms", opt.algorithms, "algorithm names, or all")->delimiter(',')->capture_default_str();
+  app.add_option("--layouts", opt.layouts, "send layouts: contiguous, vector<B> (B-byte blocks, 2B stride)")->delimiter(',')->capture_default_str();
+  app.add_option("--buffers", opt.buffers, "private or shared (node-shared memory)")
+      ->check(CLI::IsMember({"private", "shared"}))
+      ->capture_default_str();
+  app.add_flag("--paper", opt.paper, "time each case with the paper's method (3 inner x up to 50 outer, MAX over ranks)");
+  app.add_option("--paper-max-seconds", opt.paper_max_seconds, "--paper: stop the outer loop after this long")
+      ->capture_default_str();
+  app.add_option("-i,--iterations", opt.iterations, "timed iterations per case (0: Google Benchmark decides)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("-x,--warmup", opt.warmup, "untimed calls before timing")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_flag("--list-algorithms", list_algorithms, "print the registered algorithms and exit");
+  app.add_flag("--list-settings", list_settings, tb::kListSettingsHelp);
+}
+
+// What the options ask for, checked before any benchmark is registered.
+struct Plan {
+  std::int64_t lo = 1, hi = 1;  // bytes per peer
+  std::vector<std::string> algorithms;
+  bool with_local_remap = false;
+};
+
+Plan validate(const Options& opt) {
+  Plan plan;
+  const auto colon = opt.range.find(':');
+  plan.lo = parse_size(opt.range.substr(0, colon));
+  plan.hi = colon == std::string::npos ? plan.lo : parse_size(opt.range.substr(colon + 1));
+  if (plan.hi < plan.lo) throw std::invalid_argument("-m: max below min");
+  if ((plan.lo & (plan.lo - 1)) != 0) throw std::invalid_argument("-m: the minimum must be a power of two");
+  if (plan.hi > (std::int64_t{1} << 30)) throw std::invalid_argument("-m: at most 1G bytes per peer");
+  for (const auto& a : opt.algorithms) {
+    if (a == "all") {
+      for (const auto& info : tb::alltoallw_algorithms()) plan.algorithms.emplace_back(info.name);
+      plan.with_local_remap = true;
+    } else if (a == "local_remap") {
+      plan.with_local_remap = true;
+    } else {
+      tb::make_alltoallw(a);  // throws the registry's "unknown algorithm" error
+      plan.algorithms.push_back(a);
+    }
+  }
+  for (const auto& layout : opt.layouts)
+    if (!is_redistribution_layout(layout) && layout != "contiguous") block_bytes(layout);  // clear error early
+  return plan;
+}
+
+// --benchmark_out=<path> as rank 0 was given it (the other ranks drop the flag), or "".
+std::string benchmark_out(const std::vector<char*>& args) {
+  std::string path;
+  for (const char* a : args)
+    if (std::strncmp(a, "--benchmark_out=", 16) == 0) path = a + 16;
+  return path;
+}
+
+// The run's metadata in Google Benchmark's "context", then one benchmark per (layout, method, size).
+void register_benchmarks(const Options& opt, const Plan& plan) {
+  const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
+  for (const auto& [key, value] : meta.items())
+    if (key != "mpi_library_full")  // many lines of configure flags; the JSON of tb-redistribute has it
+      benchmark::AddCustomContext(key, value.is_string() ? value.get<std::string>() : value.dump());
+  benchmark::AddCustomContext("buffers", opt.buffers);
+  benchmark::AddCustomContext("timing", opt.paper ? "paper: 3 inner x up to 50 outer, fastest/3 (MAX over ranks)"
+                                                  : "per call, MAX over ranks");
+  for (const auto& layout : opt.layouts) {
+    const bool redistribution = is_redistribution_layout(layout);
+    std::vector<std::string> methods = plan.algorithms;
+    if (redistribution && plan.with_local_remap) methods.emplace_back("local_remap");
+    for (const auto& algorithm : methods)
+      for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2) {
+        if (redistribution && bytes < 16) continue;  // one complex<double> per peer at least
+        const std::string kind = redistribution ? "redistribute/" : "alltoallw/";
+        auto* b = benchmark::RegisterBenchmark((kind + layout + "/" + algorithm + "/" + std::to_string(bytes)).c_str(),
+                                               run_benchmark, algorithm, layout, bytes, opt);
+        b->UseManualTime()->Unit(benchmark::kMicrosecond);
+        if (opt.paper) b->Iterations(1);
+        else if (opt.iterations > 0) b->Iterations(opt.iterations);
+      }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -259,76 +346,27 @@ int main(int argc, char** argv) {
 
   Options opt;
   CLI::App app("tb-bench: MPI_Alltoallw per message size for every registered algorithm (Google Benchmark)");
-  app.add_option("-m,--message-size", opt.range, "bytes per peer, min:max (powers of two between; K and M suffixes)")
-      ->capture_default_str();
-  app.add_option("--algorithms", opt.algorithms, "algorithm names, or all")->delimiter(',')->capture_default_str();
-  app.add_option("--layouts", opt.layouts, "send layouts: contiguous, vector<B> (B-byte blocks, 2B stride)")->delimiter(',')->capture_default_str();
-  app.add_option("--buffers", opt.buffers, "private or shared (node-shared memory)")
-      ->check(CLI::IsMember({"private", "shared"}))
-      ->capture_default_str();
-  app.add_flag("--paper", opt.paper, "time each case with the paper's method (3 inner x up to 50 outer, MAX over ranks)");
-  app.add_option("--paper-max-seconds", opt.paper_max_seconds, "--paper: stop the outer loop after this long")
-      ->capture_default_str();
-  app.add_option("-i,--iterations", opt.iterations, "timed iterations per case (0: Google Benchmark decides)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("-x,--warmup", opt.warmup, "untimed calls before timing")->capture_default_str()->check(CLI::NonNegativeNumber);
-  bool list = false;
-  app.add_flag("--list-algorithms", list, "print the registered algorithms and exit");
+  bool list = false, list_settings = false;
+  add_options(app, opt, list, list_settings);
   int code = 0;
   try {
     app.parse(n, args.data());
-    const auto colon = opt.range.find(':');
-    const std::int64_t lo = parse_size(opt.range.substr(0, colon));
-    const std::int64_t hi = colon == std::string::npos ? lo : parse_size(opt.range.substr(colon + 1));
-    if (hi < lo) throw std::invalid_argument("-m: max below min");
-    if ((lo & (lo - 1)) != 0) throw std::invalid_argument("-m: the minimum must be a power of two");
-    if (hi > (std::int64_t{1} << 30)) throw std::invalid_argument("-m: at most 1G bytes per peer");
-    std::vector<std::string> algorithms;
-    bool with_local_remap = false;
-    for (const auto& a : opt.algorithms) {
-      if (a == "all") {
-        for (const auto& info : tb::alltoallw_algorithms()) algorithms.emplace_back(info.name);
-        with_local_remap = true;
-      } else if (a == "local_remap") {
-        with_local_remap = true;
-      } else {
-        tb::make_alltoallw(a);  // throws the registry's "unknown algorithm" error
-        algorithms.push_back(a);
-      }
-    }
-    for (const auto& layout : opt.layouts)
-      if (!is_redistribution_layout(layout) && layout != "contiguous") block_bytes(layout);  // clear error early
-    if (list) {
-      if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
+    if (list_settings) {
+      if (rank == 0) std::printf("%s", tb::settings_table().c_str());
     } else {
-      const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
-      for (const auto& [key, value] : meta.items())
-        if (key != "mpi_library_full")  // many lines of configure flags; the JSON of tb-redistribute has it
-          benchmark::AddCustomContext(key, value.is_string() ? value.get<std::string>() : value.dump());
-      benchmark::AddCustomContext("buffers", opt.buffers);
-      benchmark::AddCustomContext("timing", opt.paper ? "paper: 3 inner x up to 50 outer, fastest/3 (MAX over ranks)"
-                                                      : "per call, MAX over ranks");
-      for (const auto& layout : opt.layouts) {
-        const bool redistribution = is_redistribution_layout(layout);
-        std::vector<std::string> methods = algorithms;
-        if (redistribution && with_local_remap) methods.emplace_back("local_remap");
-        for (const auto& algorithm : methods)
-          for (std::int64_t bytes = lo; bytes <= hi; bytes *= 2) {
-            if (redistribution && bytes < 16) continue;  // one complex<double> per peer at least
-            const std::string kind = redistribution ? "redistribute/" : "alltoallw/";
-            auto* b = benchmark::RegisterBenchmark((kind + layout + "/" + algorithm + "/" + std::to_string(bytes)).c_str(),
-                                                   run_benchmark, algorithm, layout, bytes, opt);
-            b->UseManualTime()->Unit(benchmark::kMicrosecond);
-            if (opt.paper) b->Iterations(1);
-            else if (opt.iterations > 0) b->Iterations(opt.iterations);
-          }
-      }
-      if (rank == 0) {
-        benchmark::RunSpecifiedBenchmarks();
+      tb::check_settings();
+      const Plan plan = validate(opt);
+      if (list) {
+        if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
       } else {
-        SilentReporter silent;
-        benchmark::RunSpecifiedBenchmarks(&silent);
+        tb::check_writable(MPI_COMM_WORLD, "--benchmark_out", benchmark_out(args));
+        register_benchmarks(opt, plan);
+        if (rank == 0) {
+          benchmark::RunSpecifiedBenchmarks();
+        } else {
+          SilentReporter silent;
+          benchmark::RunSpecifiedBenchmarks(&silent);
+        }
       }
     }
   } catch (const CLI::ParseError& e) {

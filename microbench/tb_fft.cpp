@@ -12,6 +12,7 @@
 #include "fft/parallel_fft.hpp"
 #include "fft/plane_waves.hpp"
 #include "microbench/mpi_tool.hpp"
+#include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
 #include "microbench/timing.hpp"
 
@@ -21,11 +22,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <map>
+#include <utility>
 
 namespace {
 
@@ -59,6 +59,8 @@ void validate(const Options& opt) {
   tb::parse_fft_normalization(opt.normalization);
   for (const auto& s : opt.serial) tb::parse_serial_layout(s);
   tb::expand_redistribution_methods(opt.methods);
+  tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
+  tb::check_writable(MPI_COMM_WORLD, "--csv", opt.csv);
 }
 
 // An array the FFT reads or writes, aligned as FFTW allocates.
@@ -97,6 +99,190 @@ struct Result {
   std::vector<tb::FftStep> steps;  // per-call seconds, MAX over ranks
 };
 
+// What every (serial layout, method) pair of one run shares.
+struct Context {
+  const Options& opt;
+  std::shared_ptr<const tb::ProcessGrid> grid;
+  tb::FftPrecision precision;
+  double tolerance;
+  std::vector<tb::PlaneWave> waves;
+};
+
+tb::FftOptions fft_options(const Context& c, const std::string& serial, const std::string& method) {
+  tb::FftOptions fo;
+  fo.kind = tb::parse_fft_kind(c.opt.kind);
+  fo.precision = c.precision;
+  fo.planner = tb::parse_fft_planner(c.opt.planner);
+  fo.normalization = tb::parse_fft_normalization(c.opt.normalization);
+  fo.serial = tb::parse_serial_layout(serial);
+  fo.method = method;
+  fo.backward_destroys_input = c.opt.destroy_input;
+  return fo;
+}
+
+// The verification errors {spectrum, round trip}, MAX over ranks: the spectrum of the plane
+// waves after forward, then backward must return the input (both up to the normalisation).
+std::array<double, 2> verification_errors(const Context& c, tb::ParallelFFT& fft, const tb::FftOptions& fo, Array& in,
+                                          Array& out, Array& back) {
+  const std::size_t out_bytes = out.bytes;
+  tb::fill_plane_waves(fft, c.waves, in.data);
+  fft.forward(in.data, out.data);
+  double errors[2] = {tb::plane_wave_spectrum_error(fft, c.waves, out.data), 0.0};
+  if (fo.normalization == tb::FftNormalization::orthonormal) {  // undo the 1/sqrt(N) for the check
+    double n = 1;
+    for (auto s : c.opt.shape) n *= static_cast<double>(s);
+    errors[0] = 0.0;
+    Array scaled(out_bytes);
+    const bool f64 = c.precision == tb::FftPrecision::f64;
+    for (std::int64_t i = 0; i < 2 * fft.output_size(); ++i) {
+      if (f64) static_cast<double*>(scaled.data)[i] = static_cast<double*>(out.data)[i] * std::sqrt(n);
+      else static_cast<float*>(scaled.data)[i] = static_cast<float>(static_cast<float*>(out.data)[i] * std::sqrt(n));
+    }
+    errors[0] = tb::plane_wave_spectrum_error(fft, c.waves, scaled.data);
+  }
+  fft.backward(out.data, back.data);
+  errors[1] = relative_difference(in.data, back.data, fft.input_size(), fft.input_type());
+  if (fo.normalization == tb::FftNormalization::none) {  // FFTW's scaling: backward(forward(u)) = N u
+    double n = 1;
+    for (auto s : c.opt.shape) n *= static_cast<double>(s);
+    errors[1] = 0.0;
+    const bool f64 = c.precision == tb::FftPrecision::f64;
+    const std::int64_t reals = fft.input_size() * (fo.kind == tb::FftKind::c2c ? 2 : 1);
+    double scale = 0.0;
+    for (std::int64_t i = 0; i < reals; ++i) {
+      const double x = f64 ? static_cast<double*>(in.data)[i] : static_cast<float*>(in.data)[i];
+      const double y = f64 ? static_cast<double*>(back.data)[i] : static_cast<float*>(back.data)[i];
+      errors[1] = std::max(errors[1], std::abs(x - y / n));
+      scale = std::max(scale, std::abs(x));
+    }
+    if (scale > 0) errors[1] /= scale;
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, errors, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  return {errors[0], errors[1]};
+}
+
+// Per-step time per call: the mean and the fastest call on each rank, then MAX over ranks.
+std::vector<tb::FftStep> step_times(const tb::ParallelFFT& fft) {
+  std::vector<tb::FftStep> steps = fft.steps();
+  const std::size_t n_steps = steps.size();
+  std::vector<double> per_call(2 * n_steps);
+  for (std::size_t i = 0; i < n_steps; ++i) {
+    per_call[i] = steps[i].calls ? steps[i].seconds / static_cast<double>(steps[i].calls) : 0.0;
+    per_call[n_steps + i] = steps[i].fastest_seconds;
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, per_call.data(), static_cast<int>(per_call.size()), MPI_DOUBLE, MPI_MAX,
+                             MPI_COMM_WORLD));
+  for (std::size_t i = 0; i < n_steps; ++i) {
+    steps[i].seconds = per_call[i];
+    steps[i].fastest_seconds = per_call[n_steps + i];
+  }
+  return steps;
+}
+
+// Plans, verifies and times one (serial layout, method) pair; `description` gets the plan's.
+Result verify_and_time(const Context& c, const std::string& serial, const std::string& method,
+                       std::string& description) {
+  const tb::FftOptions fo = fft_options(c, serial, method);
+  TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  const double t0 = MPI_Wtime();
+  tb::ParallelFFT fft(c.grid, c.opt.shape, fo);
+  double plan_seconds = MPI_Wtime() - t0;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &plan_seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  const std::size_t in_bytes = static_cast<std::size_t>(fft.input_size()) * tb::element_size(fft.input_type());
+  const std::size_t out_bytes = static_cast<std::size_t>(fft.output_size()) * tb::element_size(fft.output_type());
+  Array in(in_bytes), out(out_bytes), back(in_bytes);
+
+  const auto errors = verification_errors(c, fft, fo, in, out, back);
+  Result r;
+  r.serial = serial;
+  r.spectrum_error = errors[0];
+  r.roundtrip_error = errors[1];
+  r.verified = errors[0] < c.tolerance && errors[1] < c.tolerance;
+  r.plan_seconds = plan_seconds;
+  fft.reset_timings();
+  r.timing = tb::time_collective(c.grid->comm(), c.opt.timing, [&] {
+    fft.forward(in.data, out.data);
+    fft.backward(out.data, back.data);
+  });
+  r.steps = step_times(fft);
+  r.method = method;
+  description = fft.describe();
+  return r;
+}
+
+// The mean per-call seconds of the serial FFT steps and of the redistributions.
+std::pair<double, double> fft_and_redistribute_seconds(const Result& r) {
+  double fft_s = 0.0, redist_s = 0.0;
+  for (const auto& s : r.steps) (s.kind == "redistribute" ? redist_s : fft_s) += s.seconds;
+  return {fft_s, redist_s};
+}
+
+struct Wisdom {
+  bool loaded = false, saved = false;
+};
+
+void print_report(const Context& c, const nlohmann::json& meta, const std::string& description, const Wisdom& wisdom,
+                  const std::vector<Result>& results) {
+  const Options& opt = c.opt;
+  std::printf("tb-fft  %s %s %s  on grid %s (%d ranks, %d node(s): %s)\n", tb::join(opt.shape, "x").c_str(),
+              opt.kind.c_str(), opt.precision.c_str(), c.grid->describe().c_str(), meta["ranks"].get<int>(),
+              meta["node_layout"]["nodes"].get<int>(), meta["node_layout"]["source"].get<std::string>().c_str());
+  std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
+              meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
+              meta["git_commit"].get<std::string>().c_str());
+  std::printf("  FFTW %s planner%s; normalisation %s; verification: 3 plane waves, seed %llu, tolerance %.0e\n",
+              opt.planner.c_str(),
+              opt.wisdom.empty() ? "" : (wisdom.loaded ? ", wisdom imported" : ", no wisdom file yet"),
+              opt.normalization.c_str(), static_cast<unsigned long long>(opt.seed), c.tolerance);
+  std::printf("  timing: forward+backward pairs, %d inner x up to %d outer, MAX over ranks\n", opt.timing.inner,
+              opt.timing.outer);
+  std::printf("%s\n", description.c_str());
+  double native = 0.0;
+  for (const auto& r : results)
+    if (r.method == "native" && r.serial == opt.serial.front()) native = r.timing.fastest();
+  std::printf("  %-14s %-10s %-8s %11s %11s %11s %11s %10s %10s %9s\n", "method", "serial", "verified", "fastest ms",
+              "median ms", "mean fft", "mean redist", "spec.err", "trip.err", "vs native");
+  for (const auto& r : results) {
+    const auto [fft_s, redist_s] = fft_and_redistribute_seconds(r);
+    char vs[16] = "";
+    if (native > 0) std::snprintf(vs, sizeof vs, "%.2f", r.timing.fastest() / native);
+    std::printf("  %-14s %-10s %-8s %11.3f %11.3f %11.3f %11.3f %10.1e %10.1e %9s\n", r.method.c_str(),
+                r.serial.c_str(), r.verified ? "yes" : "FAILED", r.timing.fastest() * 1e3, r.timing.median() * 1e3,
+                fft_s * 1e3, redist_s * 1e3, r.spectrum_error, r.roundtrip_error, vs);
+  }
+  std::printf("\n  breakdown per call (ms; mean and fastest over the timed calls, each MAX over ranks):\n");
+  for (const auto& r : results) {
+    std::printf("  %s, %s:%*s %9s %9s\n", r.method.c_str(), r.serial.c_str(),
+                std::max(0, 71 - static_cast<int>(r.method.size() + r.serial.size() + 3)), "", "mean", "fastest");
+    for (const auto& s : r.steps)
+      std::printf("    %-8s %-60s %9.3f %9.3f\n", s.direction.c_str(), s.name.c_str(), s.seconds * 1e3,
+                  s.fastest_seconds * 1e3);
+  }
+  if (!opt.wisdom.empty())
+    std::printf("\n  wisdom %s %s\n", wisdom.saved ? "written to" : "could NOT be written to", opt.wisdom.c_str());
+}
+
+nlohmann::json result_rows(const Context& c, const std::vector<Result>& results) {
+  const Options& opt = c.opt;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : r.steps)
+      steps.push_back({{"direction", s.direction}, {"kind", s.kind}, {"name", s.name}, {"seconds_per_call", s.seconds},
+                       {"fastest_seconds_per_call", s.fastest_seconds}});
+    const auto [fft_s, redist_s] = fft_and_redistribute_seconds(r);
+    nlohmann::json row = {{"tool", "tb-fft"}, {"method", r.method}, {"serial", r.serial}, {"verified", r.verified},
+                          {"kind", opt.kind}, {"precision", opt.precision}, {"global_shape", tb::join(opt.shape, "x")},
+                          {"grid", c.grid->describe()}, {"planner", opt.planner}, {"normalization", opt.normalization},
+                          {"fft_s", fft_s}, {"redistribute_s", redist_s}, {"plan_s", r.plan_seconds},
+                          {"spectrum_error", r.spectrum_error}, {"roundtrip_error", r.roundtrip_error},
+                          {"steps", steps}};
+    row.update(tb::timing_fields(r.timing, true));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 int run(const Options& opt) {
   int rank = 0;
   TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -104,167 +290,32 @@ int run(const Options& opt) {
   const auto precision = tb::parse_fft_precision(opt.precision);
   auto grid = tb::ProcessGrid::create(MPI_COMM_WORLD, opt.grid);
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
-  bool wisdom_loaded = false;
-  if (!opt.wisdom.empty()) wisdom_loaded = tb::import_fft_wisdom(precision, opt.wisdom);
+  Wisdom wisdom;
+  if (!opt.wisdom.empty()) wisdom.loaded = tb::import_fft_wisdom(precision, opt.wisdom);
 
   const double tolerance = precision == tb::FftPrecision::f64 ? 1e-10 : 2e-4;
-  const auto waves = tb::random_plane_waves(opt.shape, 3, opt.seed);
+  const Context c{opt, grid, precision, tolerance, tb::random_plane_waves(opt.shape, 3, opt.seed)};
   std::vector<Result> results;
   std::string description;
   for (const auto& serial : opt.serial) {
     for (const auto& method : methods) {
-      tb::FftOptions fo;
-      fo.kind = tb::parse_fft_kind(opt.kind);
-      fo.precision = precision;
-      fo.planner = tb::parse_fft_planner(opt.planner);
-      fo.normalization = tb::parse_fft_normalization(opt.normalization);
-      fo.serial = tb::parse_serial_layout(serial);
-      fo.method = method;
-      fo.backward_destroys_input = opt.destroy_input;
-      TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-      const double t0 = MPI_Wtime();
-      tb::ParallelFFT fft(grid, opt.shape, fo);
-      double plan_seconds = MPI_Wtime() - t0;
-      TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &plan_seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-      const std::size_t in_bytes = static_cast<std::size_t>(fft.input_size()) * tb::element_size(fft.input_type());
-      const std::size_t out_bytes = static_cast<std::size_t>(fft.output_size()) * tb::element_size(fft.output_type());
-      Array in(in_bytes), out(out_bytes), back(in_bytes);
-
-      // Verify: the spectrum of the plane waves, then the round trip.
-      tb::fill_plane_waves(fft, waves, in.data);
-      fft.forward(in.data, out.data);
-      double errors[2] = {tb::plane_wave_spectrum_error(fft, waves, out.data), 0.0};
-      if (fo.normalization == tb::FftNormalization::orthonormal) {  // undo the 1/sqrt(N) for the check
-        double n = 1;
-        for (auto s : opt.shape) n *= static_cast<double>(s);
-        errors[0] = 0.0;
-        Array scaled(out_bytes);
-        const bool f64 = precision == tb::FftPrecision::f64;
-        for (std::int64_t i = 0; i < 2 * fft.output_size(); ++i) {
-          if (f64) static_cast<double*>(scaled.data)[i] = static_cast<double*>(out.data)[i] * std::sqrt(n);
-          else static_cast<float*>(scaled.data)[i] = static_cast<float>(static_cast<float*>(out.data)[i] * std::sqrt(n));
-        }
-        errors[0] = tb::plane_wave_spectrum_error(fft, waves, scaled.data);
-      }
-      fft.backward(out.data, back.data);
-      errors[1] = relative_difference(in.data, back.data, fft.input_size(), fft.input_type());
-      if (fo.normalization == tb::FftNormalization::none) {  // FFTW's scaling: backward(forward(u)) = N u
-        double n = 1;
-        for (auto s : opt.shape) n *= static_cast<double>(s);
-        errors[1] = 0.0;
-        const bool f64 = precision == tb::FftPrecision::f64;
-        const std::int64_t reals = fft.input_size() * (fo.kind == tb::FftKind::c2c ? 2 : 1);
-        double scale = 0.0;
-        for (std::int64_t i = 0; i < reals; ++i) {
-          const double x = f64 ? static_cast<double*>(in.data)[i] : static_cast<float*>(in.data)[i];
-          const double y = f64 ? static_cast<double*>(back.data)[i] : static_cast<float*>(back.data)[i];
-          errors[1] = std::max(errors[1], std::abs(x - y / n));
-          scale = std::max(scale, std::abs(x));
-        }
-        if (scale > 0) errors[1] /= scale;
-      }
-      TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, errors, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-
-      Result r;
-      r.serial = serial;
-      r.spectrum_error = errors[0];
-      r.roundtrip_error = errors[1];
-      r.verified = errors[0] < tolerance && errors[1] < tolerance;
-      r.plan_seconds = plan_seconds;
-      fft.reset_timings();
-      r.timing = tb::time_collective(grid->comm(), opt.timing, [&] {
-        fft.forward(in.data, out.data);
-        fft.backward(out.data, back.data);
-      });
-      // Per-step time per call: the mean and the fastest call on each rank, then MAX over ranks.
-      r.steps = fft.steps();
-      const std::size_t n_steps = r.steps.size();
-      std::vector<double> per_call(2 * n_steps);
-      for (std::size_t i = 0; i < n_steps; ++i) {
-        per_call[i] = r.steps[i].calls ? r.steps[i].seconds / static_cast<double>(r.steps[i].calls) : 0.0;
-        per_call[n_steps + i] = r.steps[i].fastest_seconds;
-      }
-      TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, per_call.data(), static_cast<int>(per_call.size()), MPI_DOUBLE, MPI_MAX,
-                                 MPI_COMM_WORLD));
-      for (std::size_t i = 0; i < n_steps; ++i) {
-        r.steps[i].seconds = per_call[i];
-        r.steps[i].fastest_seconds = per_call[n_steps + i];
-      }
-      r.method = method;
-      if (description.empty() || methods.size() * opt.serial.size() == 1) description = fft.describe();
-      results.push_back(std::move(r));
+      std::string plan_description;
+      results.push_back(verify_and_time(c, serial, method, plan_description));
+      if (description.empty() || methods.size() * opt.serial.size() == 1) description = plan_description;
     }
   }
-  bool wisdom_saved = false;
-  if (!opt.wisdom.empty()) wisdom_saved = tb::export_fft_wisdom(MPI_COMM_WORLD, precision, opt.wisdom);
+  if (!opt.wisdom.empty()) wisdom.saved = tb::export_fft_wisdom(MPI_COMM_WORLD, precision, opt.wisdom);
 
   if (rank == 0) {
-    std::printf("tb-fft  %s %s %s  on grid %s (%d ranks, %d node(s): %s)\n", tb::join(opt.shape, "x").c_str(),
-                opt.kind.c_str(), opt.precision.c_str(), grid->describe().c_str(), meta["ranks"].get<int>(),
-                meta["node_layout"]["nodes"].get<int>(), meta["node_layout"]["source"].get<std::string>().c_str());
-    std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
-                meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
-                meta["git_commit"].get<std::string>().c_str());
-    std::printf("  FFTW %s planner%s; normalisation %s; verification: 3 plane waves, seed %llu, tolerance %.0e\n",
-                opt.planner.c_str(),
-                opt.wisdom.empty() ? "" : (wisdom_loaded ? ", wisdom imported" : ", no wisdom file yet"),
-                opt.normalization.c_str(), static_cast<unsigned long long>(opt.seed), tolerance);
-    std::printf("  timing: forward+backward pairs, %d inner x up to %d outer, MAX over ranks\n", opt.timing.inner,
-                opt.timing.outer);
-    std::printf("%s\n", description.c_str());
-    double native = 0.0;
-    for (const auto& r : results)
-      if (r.method == "native" && r.serial == opt.serial.front()) native = r.timing.fastest();
-    std::printf("  %-14s %-10s %-8s %11s %11s %11s %11s %10s %10s %9s\n", "method", "serial", "verified", "fastest ms",
-                "median ms", "mean fft", "mean redist", "spec.err", "trip.err", "vs native");
-    for (const auto& r : results) {
-      double fft_s = 0.0, redist_s = 0.0;
-      for (const auto& s : r.steps) (s.kind == "redistribute" ? redist_s : fft_s) += s.seconds;
-      char vs[16] = "";
-      if (native > 0) std::snprintf(vs, sizeof vs, "%.2f", r.timing.fastest() / native);
-      std::printf("  %-14s %-10s %-8s %11.3f %11.3f %11.3f %11.3f %10.1e %10.1e %9s\n", r.method.c_str(),
-                  r.serial.c_str(), r.verified ? "yes" : "FAILED", r.timing.fastest() * 1e3, r.timing.median() * 1e3,
-                  fft_s * 1e3, redist_s * 1e3, r.spectrum_error, r.roundtrip_error, vs);
-    }
-    std::printf("\n  breakdown per call (ms; mean and fastest over the timed calls, each MAX over ranks):\n");
-    for (const auto& r : results) {
-      std::printf("  %s, %s:%*s %9s %9s\n", r.method.c_str(), r.serial.c_str(),
-                  std::max(0, 71 - static_cast<int>(r.method.size() + r.serial.size() + 3)), "", "mean", "fastest");
-      for (const auto& s : r.steps)
-        std::printf("    %-8s %-60s %9.3f %9.3f\n", s.direction.c_str(), s.name.c_str(), s.seconds * 1e3,
-                    s.fastest_seconds * 1e3);
-    }
-    if (!opt.wisdom.empty())
-      std::printf("\n  wisdom %s %s\n", wisdom_saved ? "written to" : "could NOT be written to", opt.wisdom.c_str());
-
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& r : results) {
-      nlohmann::json steps = nlohmann::json::array();
-      double fft_s = 0.0, redist_s = 0.0;
-      for (const auto& s : r.steps) {
-        steps.push_back({{"direction", s.direction}, {"kind", s.kind}, {"name", s.name}, {"seconds_per_call", s.seconds},
-                         {"fastest_seconds_per_call", s.fastest_seconds}});
-        (s.kind == "redistribute" ? redist_s : fft_s) += s.seconds;
-      }
-      rows.push_back({{"tool", "tb-fft"}, {"method", r.method}, {"serial", r.serial}, {"verified", r.verified},
-                      {"kind", opt.kind}, {"precision", opt.precision}, {"global_shape", tb::join(opt.shape, "x")},
-                      {"grid", grid->describe()}, {"planner", opt.planner}, {"normalization", opt.normalization},
-                      {"inner", r.timing.inner}, {"outer", r.timing.seconds_per_op.size()},
-                      {"fastest_s", r.timing.fastest()}, {"median_s", r.timing.median()},
-                      {"fft_s", fft_s}, {"redistribute_s", redist_s}, {"plan_s", r.plan_seconds},
-                      {"spectrum_error", r.spectrum_error}, {"roundtrip_error", r.roundtrip_error},
-                      {"steps", steps}, {"samples_s", r.timing.seconds_per_op}});
-    }
-    if (!opt.json.empty()) {
-      std::ofstream f(opt.json);
-      f << nlohmann::json{{"metadata", meta}, {"results", rows}}.dump(2) << "\n";
-      if (!f) throw std::runtime_error("cannot write " + opt.json);
-    }
+    print_report(c, meta, description, wisdom, results);
+    const nlohmann::json rows = result_rows(c, results);
+    if (!opt.json.empty()) tb::write_results_json(opt.json, meta, rows);
     if (!opt.csv.empty())
       tb::write_results_csv(opt.csv, rows,
                             {"tool", "method", "serial", "verified", "kind", "precision", "global_shape", "grid",
-                               "planner", "normalization", "inner", "outer", "fastest_s", "median_s", "fft_s",
-                               "redistribute_s", "plan_s", "spectrum_error", "roundtrip_error"}, meta);
+                             "planner", "normalization", "inner", "outer", "fastest_s", "median_s", "fft_s",
+                             "redistribute_s", "plan_s", "spectrum_error", "roundtrip_error"},
+                            meta);
   }
   const bool ok = std::all_of(results.begin(), results.end(), [](const Result& r) { return r.verified; });
   return ok ? 0 : 1;
@@ -304,5 +355,10 @@ int main(int argc, char** argv) {
   app.add_option("--csv", opt.csv, "write the results as CSV (rank 0)");
   app.add_option("--json", opt.json, "write the results, steps and metadata as JSON (rank 0)");
 
-  return tb::mpi_tool_main(argc, argv, "tb-fft", app, [&] { validate(opt); }, [&] { return run(opt); });
+  return tb::mpi_tool_main(
+      argc, argv, "tb-fft", app, [&] { validate(opt); }, [&] { return run(opt); },
+      [] {
+        return tb::alltoallw_algorithm_list() +
+               "local_remap     pack + MPI_Alltoall(v) + unpack (redistribution baseline)\n";
+      });
 }

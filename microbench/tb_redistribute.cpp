@@ -8,6 +8,7 @@
 #include "collectives/pack.hpp"
 #include "collectives/registry.hpp"
 #include "microbench/mpi_tool.hpp"
+#include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
 #include "microbench/timing.hpp"
 #include "redistribute/global_pattern.hpp"
@@ -19,8 +20,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
 #include <memory>
 
 namespace {
@@ -79,122 +78,151 @@ void validate(const Options& opt) {
   if (from == opt.to_axis) throw std::invalid_argument("--from-axis and --to-axis must differ");
   tb::parse_element_type(opt.type);
   tb::expand_redistribution_methods(opt.methods);
+  tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
+  tb::check_writable(MPI_COMM_WORLD, "--csv", opt.csv);
+}
+
+// What one run works on: the grid, the two pencils and their local arrays.
+struct Problem {
+  explicit Problem(const Options& opt)
+      : type(tb::parse_element_type(opt.type)),
+        from(opt.from_axis >= 0 ? opt.from_axis : static_cast<int>(opt.shape.size()) - 1),
+        grid(tb::ProcessGrid::create(MPI_COMM_WORLD, opt.grid)),
+        in_pencil(grid, opt.shape, from),
+        out_pencil(in_pencil.realigned(opt.to_axis)),
+        in(MPI_COMM_WORLD, static_cast<std::size_t>(in_pencil.local_size()) * tb::element_size(type),
+           opt.buffers == "shared"),
+        out(MPI_COMM_WORLD, static_cast<std::size_t>(out_pencil.local_size()) * tb::element_size(type),
+            opt.buffers == "shared"),
+        back(MPI_COMM_WORLD, in.size(), opt.buffers == "shared") {}
+  tb::ElementType type;
+  int from;
+  std::shared_ptr<const tb::ProcessGrid> grid;
+  tb::Pencil in_pencil, out_pencil;
+  LocalArray in, out, back;
+};
+
+// The references every method is compared with, timed the same way.
+struct Floors {
+  tb::Timing memcpy, streaming;
+};
+
+Floors time_floors(const Options& opt, Problem& p) {
+  // The floor: one memcpy of the local array, timed the same way.
+  tb::fill_global_pattern(p.in_pencil, p.type, p.in.data());
+  std::vector<std::byte> copy(p.in.size());
+  Floors f;
+  f.memcpy = tb::time_collective(p.grid->comm(), opt.timing, [&] {
+    std::memcpy(copy.data(), p.in.data(), p.in.size());
+  });
+  // A second reference: the same copy with streaming (non-temporal) stores, as the testbed's
+  // packer does for large operations. glibc's memcpy does not stream at these sizes here, so
+  // a single-copy algorithm can beat the memcpy floor; this row shows by how much it could.
+  f.streaming = tb::time_collective(p.grid->comm(), opt.timing, [&] {
+    const tb::BlockCopy streaming(static_cast<std::int64_t>(p.in.size()));
+    streaming(copy.data(), p.in.data(), static_cast<std::int64_t>(p.in.size()));
+  });
+  return f;
+}
+
+// Plans, verifies and times one method.
+Result verify_and_time(const Options& opt, Problem& p, const std::string& method) {
+  auto plan = tb::make_redistribution(p.in_pencil, p.out_pencil, p.type, method);
+  // Verify: forward must place every element at its global index; backward must restore the input.
+  tb::fill_global_pattern(p.in_pencil, p.type, p.in.data());
+  std::fill(p.out.begin(), p.out.end(), std::byte{0xA5});
+  std::fill(p.back.begin(), p.back.end(), std::byte{0x5A});
+  plan->forward(p.in.data(), p.out.data());
+  plan->backward(p.out.data(), p.back.data());
+  long long bad = tb::count_pattern_mismatches(p.out_pencil, p.type, p.out.data()) +
+                  tb::count_pattern_mismatches(p.in_pencil, p.type, p.back.data());
+  long long total_bad = 0;
+  TB_MPI_CHECK(MPI_Allreduce(&bad, &total_bad, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  Result r{"", total_bad == 0, {}};
+  r.timing = tb::time_collective(p.grid->comm(), opt.timing, [&] { plan->forward(p.in.data(), p.out.data()); });
+  r.method = plan->method();  // the path the timed (forward) calls took
+  return r;
+}
+
+void print_table(const Options& opt, const Problem& p, const nlohmann::json& meta, long long max_bytes,
+                 const Floors& floors, const std::vector<Result>& results) {
+  const tb::Timing& floor = floors.memcpy;
+  const tb::Timing& stream = floors.streaming;
+  std::printf("tb-redistribute  %s  %s  on grid %s (%d ranks, %d node(s): %s)\n", tb::join(opt.shape, "x").c_str(),
+              std::string(tb::element_type_name(p.type)).c_str(), p.grid->describe().c_str(), meta["ranks"].get<int>(),
+              meta["node_layout"]["nodes"].get<int>(), meta["node_layout"]["source"].get<std::string>().c_str());
+  std::printf("  %s  ->  %s\n", p.in_pencil.describe().c_str(), p.out_pencil.describe().c_str());
+  std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
+              meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
+              meta["git_commit"].get<std::string>().c_str());
+  std::printf("  local array: up to %.2f MiB per rank, %s buffers; timing: %d inner x %zu outer, MAX over ranks\n\n",
+              static_cast<double>(max_bytes) / (1 << 20), opt.buffers.c_str(), opt.timing.inner,
+              floor.seconds_per_op.size());
+  // Ratios to native (fastest over fastest) when native ran in this invocation.
+  double native = 0.0;
+  for (const auto& r : results)
+    if (r.method == "alltoallw:native") native = r.timing.fastest();
+  int w = 26;  // the method column fits the longest path description
+  for (const auto& r : results) w = std::max(w, static_cast<int>(r.method.size()));
+  std::printf("  %-*s %-9s %12s %12s %14s %14s %12s\n", w, "method", "verified", "fastest ms", "median ms",
+              "fastest/floor", "median/floor", "vs native");
+  std::printf("  %-*s %-9s %12.3f %12.3f %14s %14s %12s\n", w, "memcpy floor", "-", floor.fastest() * 1e3,
+              floor.median() * 1e3, "1.00", "1.00", "");
+  std::printf("  %-*s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", w, "streaming-store copy", "-", stream.fastest() * 1e3,
+              stream.median() * 1e3, stream.fastest() / floor.fastest(), stream.median() / floor.median(), "");
+  for (const auto& r : results) {
+    char vs_native[32] = "";
+    if (native > 0) std::snprintf(vs_native, sizeof vs_native, "%.2f", r.timing.fastest() / native);
+    std::printf("  %-*s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", w, r.method.c_str(), r.verified ? "yes" : "FAILED",
+                r.timing.fastest() * 1e3, r.timing.median() * 1e3, r.timing.fastest() / floor.fastest(),
+                r.timing.median() / floor.median(), vs_native);
+  }
+}
+
+// One row per timed thing (the two floors, then every method); JSON rows also carry every outer
+// repetition's time (samples_s), for distributions.
+nlohmann::json result_rows(const Options& opt, const Problem& p, long long max_bytes, const Floors& floors,
+                           const std::vector<Result>& results, bool samples) {
+  nlohmann::json rows = nlohmann::json::array();
+  auto row = [&](const std::string& method, const char* verified, const tb::Timing& t) {
+    nlohmann::json r = {{"tool", "tb-redistribute"}, {"method", method}, {"verified", verified},
+                        {"element_type", tb::element_type_name(p.type)}, {"global_shape", tb::join(opt.shape, "x")},
+                        {"grid", p.grid->describe()}, {"from_axis", p.from}, {"to_axis", opt.to_axis},
+                        {"local_bytes_max", max_bytes}, {"buffers", opt.buffers},
+                        {"fastest_over_floor", t.fastest() / floors.memcpy.fastest()},
+                        {"median_over_floor", t.median() / floors.memcpy.median()}};
+    r.update(tb::timing_fields(t, samples));
+    rows.push_back(std::move(r));
+  };
+  row("memcpy_floor", "-", floors.memcpy);
+  row("streaming_copy", "-", floors.streaming);
+  for (const auto& r : results) row(r.method, r.verified ? "yes" : "no", r.timing);
+  return rows;
 }
 
 int run(const Options& opt) {
   int rank = 0;
   TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  const tb::ElementType type = tb::parse_element_type(opt.type);
-  const int d = static_cast<int>(opt.shape.size());
-  const int from = opt.from_axis >= 0 ? opt.from_axis : d - 1;
   const auto methods = tb::expand_redistribution_methods(opt.methods);
-
-  auto grid = tb::ProcessGrid::create(MPI_COMM_WORLD, opt.grid);
-  const tb::Pencil in_pencil(grid, opt.shape, from);
-  const tb::Pencil out_pencil = in_pencil.realigned(opt.to_axis);
-  const std::size_t es = tb::element_size(type);
-  const bool shared = opt.buffers == "shared";
-  LocalArray in(MPI_COMM_WORLD, static_cast<std::size_t>(in_pencil.local_size()) * es, shared);
-  LocalArray out(MPI_COMM_WORLD, static_cast<std::size_t>(out_pencil.local_size()) * es, shared);
-  LocalArray back(MPI_COMM_WORLD, in.size(), shared);
-
+  Problem p(opt);
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
-  long long local_bytes = static_cast<long long>(in.size()), max_bytes = 0;
+  long long local_bytes = static_cast<long long>(p.in.size()), max_bytes = 0;
   TB_MPI_CHECK(MPI_Allreduce(&local_bytes, &max_bytes, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
 
-  // The floor: one memcpy of the local array, timed the same way.
-  tb::fill_global_pattern(in_pencil, type, in.data());
-  std::vector<std::byte> copy(in.size());
-  const tb::Timing floor = tb::time_collective(grid->comm(), opt.timing, [&] {
-    std::memcpy(copy.data(), in.data(), in.size());
-  });
-  // A second reference: the same copy with streaming (non-temporal) stores, as the testbed's
-  // packer does for large operations. glibc's memcpy does not stream at these sizes here, so
-  // a single-copy algorithm can beat the memcpy floor; this row shows by how much it could.
-  const tb::Timing stream = tb::time_collective(grid->comm(), opt.timing, [&] {
-    const tb::BlockCopy streaming(static_cast<std::int64_t>(in.size()));
-    streaming(copy.data(), in.data(), static_cast<std::int64_t>(in.size()));
-  });
-
+  const Floors floors = time_floors(opt, p);
   std::vector<Result> results;
-  for (const auto& method : methods) {
-    auto plan = tb::make_redistribution(in_pencil, out_pencil, type, method);
-    // Verify: forward must place every element at its global index; backward must restore the input.
-    tb::fill_global_pattern(in_pencil, type, in.data());
-    std::fill(out.begin(), out.end(), std::byte{0xA5});
-    std::fill(back.begin(), back.end(), std::byte{0x5A});
-    plan->forward(in.data(), out.data());
-    plan->backward(out.data(), back.data());
-    long long bad = tb::count_pattern_mismatches(out_pencil, type, out.data()) +
-                    tb::count_pattern_mismatches(in_pencil, type, back.data());
-    long long total_bad = 0;
-    TB_MPI_CHECK(MPI_Allreduce(&bad, &total_bad, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
-    Result r{"", total_bad == 0, {}};
-    r.timing = tb::time_collective(grid->comm(), opt.timing, [&] { plan->forward(in.data(), out.data()); });
-    r.method = plan->method();  // the path the timed (forward) calls took
-    results.push_back(std::move(r));
-  }
+  for (const auto& method : methods) results.push_back(verify_and_time(opt, p, method));
 
   if (rank == 0) {
-    std::printf("tb-redistribute  %s  %s  on grid %s (%d ranks, %d node(s): %s)\n", tb::join(opt.shape, "x").c_str(),
-                std::string(tb::element_type_name(type)).c_str(), grid->describe().c_str(), meta["ranks"].get<int>(),
-                meta["node_layout"]["nodes"].get<int>(), meta["node_layout"]["source"].get<std::string>().c_str());
-    std::printf("  %s  ->  %s\n", in_pencil.describe().c_str(), out_pencil.describe().c_str());
-    std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
-                meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
-                meta["git_commit"].get<std::string>().c_str());
-    std::printf("  local array: up to %.2f MiB per rank, %s buffers; timing: %d inner x %zu outer, MAX over ranks\n\n",
-                static_cast<double>(max_bytes) / (1 << 20), opt.buffers.c_str(), opt.timing.inner,
-                floor.seconds_per_op.size());
-    // Ratios to native (fastest over fastest) when native ran in this invocation.
-    double native = 0.0;
-    for (const auto& r : results)
-      if (r.method == "alltoallw:native") native = r.timing.fastest();
-    int w = 26;  // the method column fits the longest path description
-    for (const auto& r : results) w = std::max(w, static_cast<int>(r.method.size()));
-    std::printf("  %-*s %-9s %12s %12s %14s %14s %12s\n", w, "method", "verified", "fastest ms", "median ms",
-                "fastest/floor", "median/floor", "vs native");
-    std::printf("  %-*s %-9s %12.3f %12.3f %14s %14s %12s\n", w, "memcpy floor", "-", floor.fastest() * 1e3,
-                floor.median() * 1e3, "1.00", "1.00", "");
-    std::printf("  %-*s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", w, "streaming-store copy", "-", stream.fastest() * 1e3,
-                stream.median() * 1e3, stream.fastest() / floor.fastest(), stream.median() / floor.median(), "");
-    for (const auto& r : results) {
-      char vs_native[32] = "";
-      if (native > 0) std::snprintf(vs_native, sizeof vs_native, "%.2f", r.timing.fastest() / native);
-      std::printf("  %-*s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", w, r.method.c_str(), r.verified ? "yes" : "FAILED",
-                  r.timing.fastest() * 1e3, r.timing.median() * 1e3, r.timing.fastest() / floor.fastest(),
-                  r.timing.median() / floor.median(), vs_native);
-    }
-
-    nlohmann::json rows = nlohmann::json::array();
-    auto row = [&](const std::string& method, const char* verified, const tb::Timing& t) {
-      rows.push_back({{"tool", "tb-redistribute"}, {"method", method}, {"verified", verified},
-                      {"element_type", tb::element_type_name(type)}, {"global_shape", tb::join(opt.shape, "x")},
-                      {"grid", grid->describe()}, {"from_axis", from}, {"to_axis", opt.to_axis},
-                      {"local_bytes_max", max_bytes}, {"buffers", opt.buffers}, {"inner", t.inner}, {"outer", t.seconds_per_op.size()},
-                      {"fastest_s", t.fastest()}, {"median_s", t.median()},
-                      {"fastest_over_floor", t.fastest() / floor.fastest()},
-                      {"median_over_floor", t.median() / floor.median()}});
-    };
-    row("memcpy_floor", "-", floor);
-    row("streaming_copy", "-", stream);
-    for (const auto& r : results) row(r.method, r.verified ? "yes" : "no", r.timing);
-
-    if (!opt.json.empty()) {
-      // JSON rows also carry every outer repetition's time, for distributions.
-      nlohmann::json detailed = rows;
-      detailed[0]["samples_s"] = floor.seconds_per_op;
-      detailed[1]["samples_s"] = stream.seconds_per_op;
-      for (std::size_t i = 0; i < results.size(); ++i) detailed[i + 2]["samples_s"] = results[i].timing.seconds_per_op;
-      std::ofstream f(opt.json);
-      f << nlohmann::json{{"metadata", meta}, {"results", detailed}}.dump(2) << "\n";
-      if (!f) throw std::runtime_error("cannot write " + opt.json);
-    }
+    print_table(opt, p, meta, max_bytes, floors, results);
+    if (!opt.json.empty())
+      tb::write_results_json(opt.json, meta, result_rows(opt, p, max_bytes, floors, results, true));
     if (!opt.csv.empty())
-      tb::write_results_csv(opt.csv, rows,
+      tb::write_results_csv(opt.csv, result_rows(opt, p, max_bytes, floors, results, false),
                             {"tool", "method", "verified", "element_type", "global_shape", "grid", "from_axis",
-                               "to_axis", "local_bytes_max", "buffers", "inner", "outer", "fastest_s", "median_s",
-                               "fastest_over_floor", "median_over_floor"}, meta);
+                             "to_axis", "local_bytes_max", "buffers", "inner", "outer", "fastest_s", "median_s",
+                             "fastest_over_floor", "median_over_floor"},
+                            meta);
   }
   const bool all_ok = std::all_of(results.begin(), results.end(), [](const Result& r) { return r.verified; });
   return all_ok ? 0 : 1;
@@ -204,7 +232,6 @@ int run(const Options& opt) {
 
 int main(int argc, char** argv) {
   Options opt;
-  bool list = false;
   CLI::App app{"Plan, verify and time one global redistribution (Alltoallw of subarray types or local remap)"};
   app.add_option("--shape", opt.shape, "global shape, comma separated (d >= 2)")->delimiter(',')->capture_default_str();
   app.add_option("--grid", opt.grid, "process grid dims, comma separated; 0 = let MPI_Dims_create choose")
@@ -228,20 +255,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--csv", opt.csv, "write the results as CSV (rank 0)");
   app.add_option("--json", opt.json, "write the results and metadata as JSON (rank 0)");
-  app.add_flag("--list-algorithms", list, "print the registered Alltoallw algorithms and exit");
 
   return tb::mpi_tool_main(
-      argc, argv, "tb-redistribute", app,
-      [&] {
-        if (!list) validate(opt);
-      },
-      [&] {
-        if (!list) return run(opt);
-        int rank = 0;
-        TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-        if (rank == 0)
-          std::cout << tb::alltoallw_algorithm_list()
-                    << "local_remap     pack + MPI_Alltoall(v) + unpack (redistribution baseline)\n";
-        return 0;
+      argc, argv, "tb-redistribute", app, [&] { validate(opt); }, [&] { return run(opt); },
+      [] {
+        return tb::alltoallw_algorithm_list() +
+               "local_remap     pack + MPI_Alltoall(v) + unpack (redistribution baseline)\n";
       });
 }
