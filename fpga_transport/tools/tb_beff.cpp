@@ -9,7 +9,9 @@
 #include "collectives/mpi_error.hpp"
 #include "fpga_transport/beff.hpp"
 #include "microbench/mpi_tool.hpp"
+#include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
+#include "microbench/timing.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -29,24 +31,36 @@ struct Options {
   std::string json, fit_out;
 };
 
-int run(const Options& opt) {
-  int rank = 0, size = 1;
-  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+void validate(const Options& opt) {
+  if (opt.rules.d <= 0 || opt.rules.l < 1 || opt.rules.u < opt.rules.l)
+    throw std::invalid_argument("loop rules: need -d > 0 and 1 <= -l <= -u");
+  tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
+  tb::check_writable(MPI_COMM_WORLD, "--fit-out", opt.fit_out);
+}
+
+// The ring exchanges of every size.
+struct Exchanges {
+  std::vector<double> loop_seconds;       // b_eff's rule: each rank's fastest loop, then MAX over ranks
+  std::vector<std::int64_t> loop_lengths;
+  std::vector<tb::Timing> timings;        // the testbed's: each repetition MAX over ranks, per exchange
+  long long wrong = 0;                    // received bytes with the wrong value, all ranks
+};
+
+Exchanges measure_exchanges(const Options& opt, int rank, int size) {
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
   const auto sizes = tb::fpga::beff_sizes(opt.rules);
   const std::size_t max_bytes = static_cast<std::size_t>(sizes.back());
   std::vector<unsigned char> send(max_bytes), from_left(max_bytes), from_right(max_bytes);
 
-  std::vector<double> loop_seconds;
-  std::vector<std::int64_t> loop_lengths;
-  long long wrong = 0;
+  Exchanges x;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const int bytes = static_cast<int>(sizes[i]);
     const unsigned char value = static_cast<unsigned char>(i % 256);
     const std::int64_t ll = std::max<std::int64_t>(1, tb::fpga::beff_loop_length(static_cast<int>(i), opt.rules) / opt.loop_divisor);
     std::fill(send.begin(), send.begin() + bytes, value);
-    double best = 1e300;
+    // [0]: this rank's fastest loop; [1 + rep]: each repetition's loop. One MAX over ranks gives both rules.
+    std::vector<double> seconds(1 + static_cast<std::size_t>(opt.repetitions));
+    seconds[0] = 1e300;
     for (int rep = 0; rep < opt.repetitions; ++rep) {
       std::fill(from_left.begin(), from_left.begin() + bytes, static_cast<unsigned char>(~value));
       std::fill(from_right.begin(), from_right.begin() + bytes, static_cast<unsigned char>(~value));
@@ -61,113 +75,151 @@ int run(const Options& opt) {
         TB_MPI_CHECK(MPI_Isend(send.data(), bytes, MPI_BYTE, left, 1, MPI_COMM_WORLD, &req[3]));
         TB_MPI_CHECK(MPI_Waitall(4, req, MPI_STATUSES_IGNORE));
       }
-      best = std::min(best, MPI_Wtime() - t0);
-      wrong += std::count_if(from_left.begin(), from_left.begin() + bytes, [&](unsigned char c) { return c != value; });
-      wrong += std::count_if(from_right.begin(), from_right.begin() + bytes, [&](unsigned char c) { return c != value; });
+      const double t = MPI_Wtime() - t0;
+      seconds[0] = std::min(seconds[0], t);
+      seconds[1 + static_cast<std::size_t>(rep)] = t;
+      x.wrong += std::count_if(from_left.begin(), from_left.begin() + bytes, [&](unsigned char c) { return c != value; });
+      x.wrong += std::count_if(from_right.begin(), from_right.begin() + bytes, [&](unsigned char c) { return c != value; });
     }
-    TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &best, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    loop_seconds.push_back(best);
-    loop_lengths.push_back(ll);
+    TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
+                               MPI_COMM_WORLD));
+    x.loop_seconds.push_back(seconds[0]);
+    x.loop_lengths.push_back(ll);
+    tb::Timing t;
+    t.inner = static_cast<int>(ll);
+    for (std::size_t r = 1; r < seconds.size(); ++r) t.seconds_per_op.push_back(seconds[r] / static_cast<double>(ll));
+    x.timings.push_back(std::move(t));
   }
-  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &x.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  return x;
+}
 
-  // b_eff with the loop lengths actually run (they differ from the rules' only with --loop-divisor).
-  tb::fpga::BeffResult result = tb::fpga::beff_from_times(size, opt.rules, loop_seconds);
+// b_eff with the loop lengths actually run (they differ from the rules' only with --loop-divisor),
+// and the Hockney fit of one exchange.
+struct Beff {
+  tb::fpga::BeffResult result;
+  tb::fpga::Hockney exchange, host;
+};
+
+Beff evaluate(const Options& opt, int size, const Exchanges& x) {
+  Beff b;
+  b.result = tb::fpga::beff_from_times(size, opt.rules, x.loop_seconds);
   double sum = 0.0;
   std::vector<std::pair<double, double>> fit_points;
-  for (std::size_t i = 0; i < result.points.size(); ++i) {
-    auto& p = result.points[i];
-    p.loop_length = loop_lengths[i];
+  for (std::size_t i = 0; i < b.result.points.size(); ++i) {
+    auto& p = b.result.points[i];
+    p.loop_length = x.loop_lengths[i];
     p.bandwidth_bytes_per_s = 2.0 * size * static_cast<double>(p.bytes) * static_cast<double>(p.loop_length) / p.seconds;
     sum += p.bandwidth_bytes_per_s;
     fit_points.emplace_back(static_cast<double>(p.bytes), p.seconds / static_cast<double>(p.loop_length));
   }
-  result.beff_bytes_per_s = sum / static_cast<double>(result.points.size());
+  b.result.beff_bytes_per_s = sum / static_cast<double>(b.result.points.size());
   // One exchange sends and receives 2 messages per rank: the host model's 2 alpha + 2 L beta.
-  tb::fpga::Hockney exchange = tb::fpga::Hockney::fit(fit_points);
-  tb::fpga::Hockney host{std::max(0.0, exchange.alpha_s / 2.0), exchange.beta_s_per_byte / 2.0};
+  b.exchange = tb::fpga::Hockney::fit(fit_points);
+  b.host = {std::max(0.0, b.exchange.alpha_s / 2.0), b.exchange.beta_s_per_byte / 2.0};
+  return b;
+}
 
-  // The library's datatype engine: MPI_Pack of vectors of 64-byte and of 1 KiB blocks (stride 2x)
-  // at several totals; per total the two block sizes give bandwidth and cost per block. Every
-  // rank measures at once (as the ranks of a collective pack at once); rank 0's figures are kept.
+// The library's datatype engine: MPI_Pack of vectors of 64-byte and of 1 KiB blocks (stride 2x)
+// at several totals; per total the two block sizes give bandwidth and cost per block. Every
+// rank measures at once (as the ranks of a collective pack at once); rank 0's figures are kept.
+tb::fpga::MemoryModel measure_pack() {
   tb::fpga::MemoryModel library;
-  {
-    std::vector<char> src(2 * (std::size_t{16} << 20), 1), packed(std::size_t{16} << 20);
-    for (int total = 64 << 10; total <= (16 << 20); total *= 4) {
-      double t[2];
-      const int block[2] = {64, 1024};
-      for (int k = 0; k < 2; ++k) {
-        MPI_Datatype v;
-        TB_MPI_CHECK(MPI_Type_vector(total / block[k], block[k], 2 * block[k], MPI_BYTE, &v));
-        TB_MPI_CHECK(MPI_Type_commit(&v));
-        t[k] = 1e300;
-        for (int r = 0; r < 5; ++r) {
-          int pos = 0;
-          TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-          const double t0 = MPI_Wtime();
-          TB_MPI_CHECK(MPI_Pack(src.data(), 1, v, packed.data(), total, &pos, MPI_COMM_SELF));
-          t[k] = std::min(t[k], MPI_Wtime() - t0);
-        }
-        MPI_Type_free(&v);
+  std::vector<char> src(2 * (std::size_t{16} << 20), 1), packed(std::size_t{16} << 20);
+  for (int total = 64 << 10; total <= (16 << 20); total *= 4) {
+    double t[2];
+    const int block[2] = {64, 1024};
+    for (int k = 0; k < 2; ++k) {
+      MPI_Datatype v;
+      TB_MPI_CHECK(MPI_Type_vector(total / block[k], block[k], 2 * block[k], MPI_BYTE, &v));
+      TB_MPI_CHECK(MPI_Type_commit(&v));
+      t[k] = 1e300;
+      for (int r = 0; r < 5; ++r) {
+        int pos = 0;
+        TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        const double t0 = MPI_Wtime();
+        TB_MPI_CHECK(MPI_Pack(src.data(), 1, v, packed.data(), total, &pos, MPI_COMM_SELF));
+        t[k] = std::min(t[k], MPI_Wtime() - t0);
       }
-      const double blocks64 = total / 64.0, blocks1k = total / 1024.0;
-      const double per_block = std::max(0.0, (t[0] - t[1]) / (blocks64 - blocks1k));
-      const double bandwidth = total / std::max(1e-12, t[1] - blocks1k * per_block);
-      library.bandwidth_by_bytes.emplace_back(static_cast<double>(total), bandwidth);
-      library.per_block_s = per_block;  // the largest total's: out of cache, as large calls are
-      library.copy_bandwidth_bytes_per_s = bandwidth;
+      MPI_Type_free(&v);
     }
+    const double blocks64 = total / 64.0, blocks1k = total / 1024.0;
+    const double per_block = std::max(0.0, (t[0] - t[1]) / (blocks64 - blocks1k));
+    const double bandwidth = total / std::max(1e-12, t[1] - blocks1k * per_block);
+    library.bandwidth_by_bytes.emplace_back(static_cast<double>(total), bandwidth);
+    library.per_block_s = per_block;  // the largest total's: out of cache, as large calls are
+    library.copy_bandwidth_bytes_per_s = bandwidth;
   }
+  return library;
+}
 
+void print_report(const Options& opt, int size, const nlohmann::json& meta, const Exchanges& x, const Beff& b,
+                  const tb::fpga::MemoryModel& library) {
+  std::printf("tb-beff  %d ranks in a ring (%s), sizes 2^0..2^%d, %d repetitions%s\n", size,
+              meta["mpi_library"].get<std::string>().c_str(), opt.rules.max_exponent, opt.repetitions,
+              opt.loop_divisor > 1 ? (", loop lengths / " + std::to_string(opt.loop_divisor)).c_str() : "");
+  std::printf("  %10s %10s %14s %14s %16s\n", "bytes", "loops", "time s", "b(L) GB/s", "per rank GB/s");
+  for (const auto& p : b.result.points)
+    std::printf("  %10lld %10lld %14.6f %14.4f %16.4f\n", static_cast<long long>(p.bytes),
+                static_cast<long long>(p.loop_length), p.seconds, p.bandwidth_bytes_per_s / 1e9,
+                p.bandwidth_bytes_per_s / 1e9 / size);
+  std::printf("  b_eff = %.4f GB/s (%.4f GB/s per rank); validation: %s (%lld wrong bytes)\n",
+              b.result.beff_bytes_per_s / 1e9, b.result.per_rank_bytes_per_s() / 1e9, x.wrong == 0 ? "passed" : "FAILED",
+              x.wrong);
+  std::printf("  Hockney fit of one exchange: %.3f us + L / %.3f GB/s -> host model alpha %.3f us, %.3f GB/s\n",
+              b.exchange.alpha_s * 1e6, b.exchange.bandwidth_bytes_per_s() / 1e9, b.host.alpha_s * 1e6,
+              b.host.bandwidth_bytes_per_s() / 1e9);
+  std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
+              library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
+}
+
+// One row per message size: b_eff's point (loop seconds by its rule, b(L)), the testbed's timing
+// keys per exchange, and the run's b_eff, validation and fit.
+nlohmann::json result_rows(const Options& opt, int size, const Exchanges& x, const Beff& b) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t i = 0; i < b.result.points.size(); ++i) {
+    const auto& p = b.result.points[i];
+    nlohmann::json row = {{"tool", "tb-beff"}, {"ranks", size}, {"bytes", p.bytes}, {"loop_length", p.loop_length},
+                          {"seconds", p.seconds}, {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s},
+                          {"beff_bytes_per_s", b.result.beff_bytes_per_s},
+                          {"beff_per_rank_bytes_per_s", b.result.per_rank_bytes_per_s()},
+                          {"validated", x.wrong == 0}, {"verified", x.wrong == 0}, {"repetitions", opt.repetitions},
+                          {"loop_divisor", opt.loop_divisor}, {"exchange_fit", b.exchange}};
+    row.update(tb::timing_fields(x.timings[i], true));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void write_fit(const std::string& path, int size, const nlohmann::json& meta, const Beff& b,
+               const tb::fpga::MemoryModel& library) {
+  std::ofstream f(path);
+  f << nlohmann::json{{"name", "host-calibrated"},
+                      {"comment", "Hockney fit of tb-beff exchanges on this machine (alpha and beta per message)"},
+                      {"kind", "host"},
+                      {"host", b.host},
+                      {"library", library},
+                      {"calibration", {{"ranks", size}, {"mpi_library", meta["mpi_library"]},
+                                       {"timestamp_utc", meta["timestamp_utc"]}, {"git_commit", meta["git_commit"]}}}}
+           .dump(2)
+    << "\n";
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+int run(const Options& opt) {
+  int rank = 0, size = 1;
+  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  const Exchanges x = measure_exchanges(opt, rank, size);
+  const Beff b = evaluate(opt, size, x);
+  const tb::fpga::MemoryModel library = measure_pack();
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
-    std::printf("tb-beff  %d ranks in a ring (%s), sizes 2^0..2^%d, %d repetitions%s\n", size,
-                meta["mpi_library"].get<std::string>().c_str(), opt.rules.max_exponent, opt.repetitions,
-                opt.loop_divisor > 1 ? (", loop lengths / " + std::to_string(opt.loop_divisor)).c_str() : "");
-    std::printf("  %10s %10s %14s %14s %16s\n", "bytes", "loops", "time s", "b(L) GB/s", "per rank GB/s");
-    for (const auto& p : result.points)
-      std::printf("  %10lld %10lld %14.6f %14.4f %16.4f\n", static_cast<long long>(p.bytes),
-                  static_cast<long long>(p.loop_length), p.seconds, p.bandwidth_bytes_per_s / 1e9,
-                  p.bandwidth_bytes_per_s / 1e9 / size);
-    std::printf("  b_eff = %.4f GB/s (%.4f GB/s per rank); validation: %s (%lld wrong bytes)\n",
-                result.beff_bytes_per_s / 1e9, result.per_rank_bytes_per_s() / 1e9, wrong == 0 ? "passed" : "FAILED",
-                wrong);
-    std::printf("  Hockney fit of one exchange: %.3f us + L / %.3f GB/s -> host model alpha %.3f us, %.3f GB/s\n",
-                exchange.alpha_s * 1e6, exchange.bandwidth_bytes_per_s() / 1e9, host.alpha_s * 1e6,
-                host.bandwidth_bytes_per_s() / 1e9);
-    std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
-                library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
-    nlohmann::json points = nlohmann::json::array();
-    for (const auto& p : result.points)
-      points.push_back({{"bytes", p.bytes}, {"loop_length", p.loop_length}, {"seconds", p.seconds},
-                        {"bandwidth_bytes_per_s", p.bandwidth_bytes_per_s}});
-    if (!opt.json.empty()) {
-      std::ofstream f(opt.json);
-      f << nlohmann::json{{"metadata", meta},
-                          {"results",
-                           {{"tool", "tb-beff"}, {"ranks", size}, {"beff_bytes_per_s", result.beff_bytes_per_s},
-                            {"beff_per_rank_bytes_per_s", result.per_rank_bytes_per_s()}, {"validated", wrong == 0},
-                            {"repetitions", opt.repetitions}, {"loop_divisor", opt.loop_divisor},
-                            {"exchange_fit", exchange}, {"points", points}}}}
-               .dump(2)
-        << "\n";
-      if (!f) throw std::runtime_error("cannot write " + opt.json);
-    }
-    if (!opt.fit_out.empty()) {
-      std::ofstream f(opt.fit_out);
-      f << nlohmann::json{{"name", "host-calibrated"},
-                          {"comment", "Hockney fit of tb-beff exchanges on this machine (alpha and beta per message)"},
-                          {"kind", "host"},
-                          {"host", host},
-                          {"library", library},
-                          {"calibration", {{"ranks", size}, {"mpi_library", meta["mpi_library"]},
-                                           {"timestamp_utc", meta["timestamp_utc"]}, {"git_commit", meta["git_commit"]}}}}
-               .dump(2)
-        << "\n";
-      if (!f) throw std::runtime_error("cannot write " + opt.fit_out);
-    }
+    print_report(opt, size, meta, x, b, library);
+    if (!opt.json.empty()) tb::write_results_json(opt.json, meta, result_rows(opt, size, x, b));
+    if (!opt.fit_out.empty()) write_fit(opt.fit_out, size, meta, b, library);
   }
-  return wrong == 0 ? 0 : 1;
+  return x.wrong == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -186,11 +238,5 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
   app.add_option("--fit-out", opt.fit_out, "write the fitted host network for tb-model (rank 0)");
-  return tb::mpi_tool_main(
-      argc, argv, "tb-beff", app,
-      [&] {
-        if (opt.rules.d <= 0 || opt.rules.l < 1 || opt.rules.u < opt.rules.l)
-          throw std::invalid_argument("loop rules: need -d > 0 and 1 <= -l <= -u");
-      },
-      [&] { return run(opt); });
+  return tb::mpi_tool_main(argc, argv, "tb-beff", app, [&] { validate(opt); }, [&] { return run(opt); });
 }

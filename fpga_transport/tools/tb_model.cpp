@@ -7,10 +7,13 @@
 //   tb-model --shape 256,256,256 --grid 4 --from-axis 2 --to-axis 0 --type c64
 //   tb-model --pattern calls.jsonl --call 0
 #include "collectives/pack.hpp"
+#include "collectives/settings.hpp"
 #include "fpga_transport/algorithm_cost.hpp"
 #include "fpga_transport/beff.hpp"
 #include "fpga_transport/network.hpp"
 #include "fpga_transport/pattern.hpp"
+#include "microbench/mpi_tool.hpp"
+#include "microbench/results.hpp"
 #include "redistribute/element_type.hpp"
 
 #include <CLI/CLI.hpp>
@@ -75,9 +78,7 @@ std::string ms(double s) {
   return b;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::vector<std::int64_t> shape{128, 128, 128};
   std::vector<int> grid{2};
   int from_axis = -1, to_axis = 0, call = 0, ranks_per_node = 0;
@@ -87,169 +88,229 @@ int main(int argc, char** argv) {
   bool beff = false;
   double pack_below = 4096;
   std::string buffers = "private";
-  const std::string net_dir = std::string(TB_SOURCE_DIR) + "/fpga_transport/networks/";
+  bool list_algorithms = false, list_settings = false;
+};
 
-  CLI::App app{"Modelled cost of one Alltoallw per algorithm on IEC, PCIe+MPI and calibrated host networks"};
-  app.add_option("--shape", shape, "global shape of the redistributed array")->delimiter(',')->capture_default_str();
-  app.add_option("--grid", grid, "process grid dims (every entry >= 1)")->delimiter(',')->capture_default_str();
-  app.add_option("--from-axis", from_axis, "aligned axis of the input pencil (default: last)");
-  app.add_option("--to-axis", to_axis, "aligned axis of the output pencil")->capture_default_str();
-  app.add_option("--type", type, "element type: f32, f64, c32, c64")->capture_default_str();
-  app.add_option("--pattern", pattern_file, "a pattern recorded with TB_ALLTOALLW_RECORD instead of --shape");
-  app.add_option("--call", call, "which recorded call (0-based)")->capture_default_str();
-  app.add_option("--network", networks,
+const std::string& network_dir() {
+  static const std::string dir = std::string(TB_SOURCE_DIR) + "/fpga_transport/networks/";
+  return dir;
+}
+
+void add_options(CLI::App& app, Options& o) {
+  const std::string& net_dir = network_dir();
+  app.add_option("--shape", o.shape, "global shape of the redistributed array")->delimiter(',')->capture_default_str();
+  app.add_option("--grid", o.grid, "process grid dims (every entry >= 1)")->delimiter(',')->capture_default_str();
+  app.add_option("--from-axis", o.from_axis, "aligned axis of the input pencil (default: last)");
+  app.add_option("--to-axis", o.to_axis, "aligned axis of the output pencil")->capture_default_str();
+  app.add_option("--type", o.type, "element type: f32, f64, c32, c64")->capture_default_str();
+  app.add_option("--pattern", o.pattern_file, "a pattern recorded with TB_ALLTOALLW_RECORD instead of --shape");
+  app.add_option("--call", o.call, "which recorded call (0-based)")->capture_default_str();
+  app.add_option("--network", o.networks,
                  "network JSON files (default: iec_ring, iec_torus, pcie_mpi_520n, pcie_mpi_520n_measured and host_calibrated in " + net_dir + ")")
       ->delimiter(',');
-  app.add_option("--algorithm", algorithms, "algorithms to cost (default: every registered one and local_remap)")->delimiter(',');
-  app.add_option("--ranks-per-node", ranks_per_node,
+  app.add_option("--algorithm", o.algorithms, "algorithms to cost (default: every registered one and local_remap)")->delimiter(',');
+  app.add_option("--ranks-per-node", o.ranks_per_node,
                  "node_leader's ranks per node (default: the network's; one per FPGA, all on one host)");
-  app.add_option("--pack-below", pack_below, "ucx_zcopy's packing threshold in bytes")->capture_default_str();
-  app.add_option("--buffers", buffers,
+  app.add_option("--pack-below", o.pack_below, "ucx_zcopy's packing threshold in bytes")->capture_default_str();
+  app.add_option("--buffers", o.buffers,
                  "the user's arrays, as tb-redistribute --buffers: private (node_leader stages on-node data: two "
                  "copies) or shared (node_leader copies on-node data once)")
       ->check(CLI::IsMember({"private", "shared"}))
       ->capture_default_str();
-  app.add_option("--memory", memory_file, "memory model JSON (default: measured now on this machine)");
-  app.add_option("--save-memory", save_memory, "write the measured memory model to this file");
-  app.add_option("--csv", csv, "write algorithm x network rows as CSV");
-  app.add_option("--overheads", overheads_file,
+  app.add_option("--memory", o.memory_file, "memory model JSON (default: measured now on this machine)");
+  app.add_option("--save-memory", o.save_memory, "write the measured memory model to this file");
+  app.add_option("--csv", o.csv, "write algorithm x network rows as CSV");
+  app.add_option("--overheads", o.overheads_file,
                  "tb-bench JSON at 1 B per peer (contiguous): each algorithm's measured time there minus the "
                  "model's is added to every call as its fixed software overhead (host networks only)");
-  app.add_flag("--beff", beff, "also print the model b_eff of each network at the pattern's rank count");
-  bool list = false;
-  app.add_flag("--list-algorithms", list, "print every algorithm with its schedule (or why it has none) and exit");
+  app.add_flag("--beff", o.beff, "also print the model b_eff of each network at the pattern's rank count");
+  app.add_flag("--list-algorithms", o.list_algorithms, "print every algorithm with its schedule (or why it has none) and exit");
+  app.add_flag("--list-settings", o.list_settings, tb::kListSettingsHelp);
+}
+
+void list_algorithms() {
+  for (const auto& m : tb::fpga::algorithms_to_cost())
+    std::printf("%-20s %s\n", m.name.c_str(),
+                m.schedule.empty() ? ("not modelled: " + m.not_modelled).c_str() : ("schedule " + m.schedule).c_str());
+}
+
+// The algorithms --algorithm names, in the registry's order (all when none is named).
+std::vector<tb::fpga::ModelledAlgorithm> chosen_algorithms(const Options& o) {
+  const auto known = tb::fpga::algorithms_to_cost();
+  std::vector<tb::fpga::ModelledAlgorithm> chosen;
+  for (const auto& m : known)
+    if (o.algorithms.empty() || std::find(o.algorithms.begin(), o.algorithms.end(), m.name) != o.algorithms.end())
+      chosen.push_back(m);
+  for (const auto& a : o.algorithms)
+    if (std::none_of(known.begin(), known.end(), [&](const auto& m) { return m.name == a; }))
+      throw std::invalid_argument("--algorithm " + a + ": not a registered algorithm nor local_remap");
+  return chosen;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::invalid_argument("cannot read " + path);
+  nlohmann::json j;
+  f >> j;
+  return j;
+}
+
+// The memory model from --memory, or measured now; written to --save-memory when given.
+std::pair<tb::fpga::MemoryModel, std::string> memory_model(const Options& o) {
+  tb::fpga::MemoryModel memory;
+  std::string source;
+  if (!o.memory_file.empty()) {
+    memory = read_json(o.memory_file).get<tb::fpga::MemoryModel>();
+    source = o.memory_file;
+  } else {
+    memory = measure_memory();
+    source = "measured now";
+  }
+  if (!o.save_memory.empty()) std::ofstream(o.save_memory) << nlohmann::json(memory).dump(2) << "\n";
+  return {memory, source};
+}
+
+// Each algorithm's measured time per call at 1 B per peer (tb-bench --overheads JSON).
+std::map<std::string, double> measured_at_one_byte(const std::string& path) {
+  std::map<std::string, double> measured_1b;
+  if (path.empty()) return measured_1b;
+  const nlohmann::json j = read_json(path);
+  for (const auto& b : j.at("benchmarks")) {
+    const std::string name = b.at("name").get<std::string>();  // alltoallw/contiguous/<alg>/1/manual_time
+    const auto first = name.find('/'), second = name.find('/', first + 1), third = name.find('/', second + 1);
+    if (name.rfind("alltoallw/contiguous/", 0) != 0 || name.compare(third, 3, "/1/") != 0) continue;
+    const double unit = b.value("time_unit", "ns") == "us" ? 1e-6 : b.value("time_unit", "ns") == "ms" ? 1e-3 : 1e-9;
+    measured_1b[name.substr(second + 1, third - second - 1)] = b.at("real_time").get<double>() * unit;
+  }
+  if (measured_1b.count("pack_alltoallv")) measured_1b["local_remap"] = measured_1b["pack_alltoallv"];
+  return measured_1b;
+}
+
+void print_header(const Options& o, const tb::fpga::CommPattern& pattern, const tb::fpga::MemoryModel& memory,
+                  const std::string& memory_source, const std::vector<tb::fpga::Network>& nets) {
+  std::printf("tb-model  %s; %d ranks, %.3f MiB moved in all\n", pattern.description.c_str(), pattern.ranks(),
+              static_cast<double>(pattern.total_bytes()) / (1 << 20));
+  std::printf("  local work: %.2f GB/s copy, %.2f ns per block", memory.copy_bandwidth_bytes_per_s / 1e9,
+              memory.per_block_s * 1e9);
+  if (!memory.streaming_bandwidth_by_bytes.empty())
+    std::printf(", streaming stores %.2f GB/s from %.0f MiB", memory.streaming_bandwidth_by_bytes.back().second / 1e9,
+                memory.streaming_from_bytes / (1 << 20));
+  std::printf(" (%s)\n", memory_source.c_str());
+  for (const auto& n : nets)
+    std::printf("  network %s; node_leader: %d rank(s) per node\n", n.describe().c_str(),
+                o.ranks_per_node > 0 ? o.ranks_per_node : n.ranks_per_node());
+  std::printf("\n  %-16s", "ms (comm+local)");  // the total also holds the fixed overhead, if calibrated
+  for (const auto& n : nets) std::printf(" %26s", n.name().c_str());
+  std::printf("\n");
+}
+
+// The table: algorithm x network -> predicted time (communication + local work), with the
+// fixed per-call overheads calibrated at 1 B per peer on the host networks; CSV rows to `out`.
+void print_costs(const Options& o, const tb::fpga::CommPattern& pattern, const tb::fpga::MemoryModel& memory,
+                 const std::vector<tb::fpga::Network>& nets, const std::vector<tb::fpga::ModelledAlgorithm>& chosen,
+                 const std::map<std::string, double>& measured_1b, std::ofstream& out) {
+  const int ranks = pattern.ranks();
+  tb::fpga::ScheduleOptions so;
+  so.pack_below_bytes = o.pack_below;
+  so.node_shared_buffers = o.buffers == "shared";
+  tb::fpga::CommPattern one_byte(ranks);
+  for (int a = 0; a < ranks; ++a)
+    for (int b = 0; b < ranks; ++b) one_byte.at(a, b) = {1, 1, 1};
+  auto overhead = [&](const std::string& a, const tb::fpga::Network& net, const tb::fpga::ScheduleOptions& options) {
+    const auto it = measured_1b.find(a);
+    if (it == measured_1b.end() || net.kind() != tb::fpga::NetworkKind::host) return 0.0;
+    return std::max(0.0, it->second - tb::fpga::cost(tb::fpga::schedule(a, one_byte, options), net, memory).total_s());
+  };
+  if (!measured_1b.empty()) {
+    std::printf("  fixed overhead per call (host networks; tb-bench at 1 B per peer minus the model):");
+    for (const auto& [a, t] : measured_1b) std::printf(" %s %.2f us", a.c_str(), t * 1e6);
+    std::printf(" measured\n");
+  }
+  std::vector<std::pair<double, std::string>> best(nets.size(), {1e300, ""});
+  for (const auto& m : chosen) {
+    const std::string& a = m.name;
+    std::printf("  %-16s", a.c_str());
+    if (m.schedule.empty()) {
+      std::printf(" not modelled: %s\n", m.not_modelled.c_str());
+      continue;
+    }
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+      so.ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : nets[i].ranks_per_node();
+      auto c = tb::fpga::cost(tb::fpga::schedule(a, pattern, so), nets[i], memory);
+      c.overhead_s = overhead(a, nets[i], so);
+      const std::string cell = ms(c.total_s()) + " (" + ms(c.communication_s) + "+" + ms(c.local_s) + ")";
+      std::printf(" %26s", cell.c_str());
+      if (c.total_s() < best[i].first) best[i] = {c.total_s(), a};
+      if (out)
+        out << "\"" << pattern.description << "\"," << ranks << "," << a << "," << nets[i].name() << ","
+            << c.communication_s << "," << c.local_s << "," << c.overhead_s << "," << c.total_s() << "," << c.phases
+            << "," << c.messages << "\n";
+    }
+    std::printf("\n");
+  }
+  std::printf("  %-16s", "fastest");
+  for (const auto& b : best) std::printf(" %26s", b.second.c_str());
+  std::printf("\n");
+}
+
+void print_beff(const std::vector<tb::fpga::Network>& nets, int ranks) {
+  std::printf("\n  model b_eff (HPCC FPGA rules) at %d ranks:\n", ranks);
+  for (const auto& n : nets) {
+    const auto r = tb::fpga::model_beff(n);
+    std::printf("    %-20s b_eff %.3f GB/s per rank, b(1 MiB) %.3f GB/s per rank\n", n.name().c_str(),
+                r.per_rank_bytes_per_s() / 1e9, r.points.back().bandwidth_bytes_per_s / ranks / 1e9);
+  }
+}
+
+int run(Options& o) {
+  tb::check_settings();
+  if (o.list_algorithms) {
+    list_algorithms();
+    return 0;
+  }
+  tb::check_writable("--csv", o.csv);
+  tb::check_writable("--save-memory", o.save_memory);
+  const tb::fpga::CommPattern pattern =
+      o.pattern_file.empty()
+          ? tb::fpga::redistribution_pattern(o.shape, o.grid, o.from_axis >= 0 ? o.from_axis : static_cast<int>(o.shape.size()) - 1,
+                                             o.to_axis, static_cast<std::int64_t>(tb::element_size(tb::parse_element_type(o.type))))
+          : tb::fpga::recorded_pattern(o.pattern_file, o.call);
+  const int ranks = pattern.ranks();
+  if (o.networks.empty())
+    for (const char* f : {"iec_ring.json", "iec_torus.json", "pcie_mpi_520n.json", "pcie_mpi_520n_measured.json", "host_calibrated.json"})
+      o.networks.push_back(network_dir() + f);
+  const auto chosen = chosen_algorithms(o);
+  const auto [memory, memory_source] = memory_model(o);
+
+  std::vector<tb::fpga::Network> nets;
+  for (const auto& f : o.networks) nets.push_back(tb::fpga::Network::from_file(f, ranks));
+
+  print_header(o, pattern, memory, memory_source, nets);
+  std::ofstream out;
+  if (!o.csv.empty()) {
+    out.open(o.csv);
+    out << "pattern,ranks,algorithm,network,communication_s,local_s,overhead_s,total_s,phases,messages\n";
+  }
+  print_costs(o, pattern, memory, nets, chosen, measured_at_one_byte(o.overheads_file), out);
+  if (o.beff) print_beff(nets, ranks);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Modelled cost of one Alltoallw per algorithm on IEC, PCIe+MPI and calibrated host networks"};
+  add_options(app, o);
   CLI11_PARSE(app, argc, argv);
-
+  if (o.list_settings) {
+    std::fputs(tb::settings_table().c_str(), stdout);
+    return 0;
+  }
   try {
-    if (list) {
-      for (const auto& m : tb::fpga::algorithms_to_cost())
-        std::printf("%-20s %s\n", m.name.c_str(),
-                    m.schedule.empty() ? ("not modelled: " + m.not_modelled).c_str() : ("schedule " + m.schedule).c_str());
-      return 0;
-    }
-    tb::fpga::CommPattern pattern =
-        pattern_file.empty()
-            ? tb::fpga::redistribution_pattern(shape, grid, from_axis >= 0 ? from_axis : static_cast<int>(shape.size()) - 1,
-                                               to_axis, static_cast<std::int64_t>(tb::element_size(tb::parse_element_type(type))))
-            : tb::fpga::recorded_pattern(pattern_file, call);
-    const int ranks = pattern.ranks();
-    if (networks.empty())
-      for (const char* f : {"iec_ring.json", "iec_torus.json", "pcie_mpi_520n.json", "pcie_mpi_520n_measured.json", "host_calibrated.json"})
-        networks.push_back(net_dir + f);
-    const auto known = tb::fpga::algorithms_to_cost();
-    std::vector<tb::fpga::ModelledAlgorithm> chosen;
-    for (const auto& m : known)
-      if (algorithms.empty() || std::find(algorithms.begin(), algorithms.end(), m.name) != algorithms.end())
-        chosen.push_back(m);
-    for (const auto& a : algorithms)
-      if (std::none_of(known.begin(), known.end(), [&](const auto& m) { return m.name == a; }))
-        throw std::invalid_argument("--algorithm " + a + ": not a registered algorithm nor local_remap");
-
-    tb::fpga::MemoryModel memory;
-    std::string memory_source;
-    if (!memory_file.empty()) {
-      std::ifstream f(memory_file);
-      if (!f) throw std::invalid_argument("cannot read " + memory_file);
-      nlohmann::json j;
-      f >> j;
-      memory = j.get<tb::fpga::MemoryModel>();
-      memory_source = memory_file;
-    } else {
-      memory = measure_memory();
-      memory_source = "measured now";
-    }
-    if (!save_memory.empty()) std::ofstream(save_memory) << nlohmann::json(memory).dump(2) << "\n";
-
-    std::vector<tb::fpga::Network> nets;
-    for (const auto& f : networks) nets.push_back(tb::fpga::Network::from_file(f, ranks));
-    tb::fpga::ScheduleOptions so;
-    so.pack_below_bytes = pack_below;
-    so.node_shared_buffers = buffers == "shared";
-
-    std::printf("tb-model  %s; %d ranks, %.3f MiB moved in all\n", pattern.description.c_str(), ranks,
-                static_cast<double>(pattern.total_bytes()) / (1 << 20));
-    std::printf("  local work: %.2f GB/s copy, %.2f ns per block", memory.copy_bandwidth_bytes_per_s / 1e9,
-                memory.per_block_s * 1e9);
-    if (!memory.streaming_bandwidth_by_bytes.empty())
-      std::printf(", streaming stores %.2f GB/s from %.0f MiB", memory.streaming_bandwidth_by_bytes.back().second / 1e9,
-                  memory.streaming_from_bytes / (1 << 20));
-    std::printf(" (%s)\n", memory_source.c_str());
-    for (const auto& n : nets)
-      std::printf("  network %s; node_leader: %d rank(s) per node\n", n.describe().c_str(),
-                  ranks_per_node > 0 ? ranks_per_node : n.ranks_per_node());
-    std::printf("\n  %-16s", "ms (comm+local)");  // the total also holds the fixed overhead, if calibrated
-    for (const auto& n : nets) std::printf(" %26s", n.name().c_str());
-    std::printf("\n");
-    std::ofstream out;
-    if (!csv.empty()) {
-      out.open(csv);
-      out << "pattern,ranks,algorithm,network,communication_s,local_s,overhead_s,total_s,phases,messages\n";
-    }
-    // Fixed per-call software overheads, calibrated at 1 B per peer on the host networks.
-    std::map<std::string, double> measured_1b;
-    if (!overheads_file.empty()) {
-      std::ifstream f(overheads_file);
-      if (!f) throw std::invalid_argument("cannot read " + overheads_file);
-      nlohmann::json j;
-      f >> j;
-      for (const auto& b : j.at("benchmarks")) {
-        const std::string name = b.at("name").get<std::string>();  // alltoallw/contiguous/<alg>/1/manual_time
-        const auto first = name.find('/'), second = name.find('/', first + 1), third = name.find('/', second + 1);
-        if (name.rfind("alltoallw/contiguous/", 0) != 0 || name.compare(third, 3, "/1/") != 0) continue;
-        const double unit = b.value("time_unit", "ns") == "us" ? 1e-6 : b.value("time_unit", "ns") == "ms" ? 1e-3 : 1e-9;
-        measured_1b[name.substr(second + 1, third - second - 1)] = b.at("real_time").get<double>() * unit;
-      }
-      if (measured_1b.count("pack_alltoallv")) measured_1b["local_remap"] = measured_1b["pack_alltoallv"];
-    }
-    tb::fpga::CommPattern one_byte(ranks);
-    for (int a = 0; a < ranks; ++a)
-      for (int b = 0; b < ranks; ++b) one_byte.at(a, b) = {1, 1, 1};
-    auto overhead = [&](const std::string& a, const tb::fpga::Network& net, const tb::fpga::ScheduleOptions& o) {
-      const auto it = measured_1b.find(a);
-      if (it == measured_1b.end() || net.kind() != tb::fpga::NetworkKind::host) return 0.0;
-      return std::max(0.0, it->second - tb::fpga::cost(tb::fpga::schedule(a, one_byte, o), net, memory).total_s());
-    };
-    if (!measured_1b.empty()) {
-      std::printf("  fixed overhead per call (host networks; tb-bench at 1 B per peer minus the model):");
-      for (const auto& [a, t] : measured_1b) std::printf(" %s %.2f us", a.c_str(), t * 1e6);
-      std::printf(" measured\n");
-    }
-    std::vector<std::pair<double, std::string>> best(nets.size(), {1e300, ""});
-    for (const auto& m : chosen) {
-      const std::string& a = m.name;
-      std::printf("  %-16s", a.c_str());
-      if (m.schedule.empty()) {
-        std::printf(" not modelled: %s\n", m.not_modelled.c_str());
-        continue;
-      }
-      for (std::size_t i = 0; i < nets.size(); ++i) {
-        so.ranks_per_node = ranks_per_node > 0 ? ranks_per_node : nets[i].ranks_per_node();
-        auto c = tb::fpga::cost(tb::fpga::schedule(a, pattern, so), nets[i], memory);
-        c.overhead_s = overhead(a, nets[i], so);
-        const std::string cell = ms(c.total_s()) + " (" + ms(c.communication_s) + "+" + ms(c.local_s) + ")";
-        std::printf(" %26s", cell.c_str());
-        if (c.total_s() < best[i].first) best[i] = {c.total_s(), a};
-        if (out)
-          out << "\"" << pattern.description << "\"," << ranks << "," << a << "," << nets[i].name() << ","
-              << c.communication_s << "," << c.local_s << "," << c.overhead_s << "," << c.total_s() << "," << c.phases
-              << "," << c.messages << "\n";
-      }
-      std::printf("\n");
-    }
-    std::printf("  %-16s", "fastest");
-    for (const auto& b : best) std::printf(" %26s", b.second.c_str());
-    std::printf("\n");
-    if (beff) {
-      std::printf("\n  model b_eff (HPCC FPGA rules) at %d ranks:\n", ranks);
-      for (const auto& n : nets) {
-        const auto r = tb::fpga::model_beff(n);
-        std::printf("    %-20s b_eff %.3f GB/s per rank, b(1 MiB) %.3f GB/s per rank\n", n.name().c_str(),
-                    r.per_rank_bytes_per_s() / 1e9, r.points.back().bandwidth_bytes_per_s / ranks / 1e9);
-      }
-    }
+    return run(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tb-model: error: %s\n", e.what());
     return 2;
   }
-  return 0;
 }

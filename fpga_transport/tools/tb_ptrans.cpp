@@ -9,102 +9,138 @@
 #include "fpga_transport/network.hpp"
 #include "fpga_transport/ptrans.hpp"
 #include "microbench/mpi_tool.hpp"
+#include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
+#include "microbench/timing.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <vector>
 
-int main(int argc, char** argv) {
+namespace {
+
+struct Options {
   std::int64_t n = 1024, nb = 64;
   std::string algorithm = "native", json, iec_file;
   int repetitions = 5;
+};
+
+// The run on this machine: the residual before and after the timed repetitions, and each
+// repetition's time (MAX over ranks).
+struct Measurement {
+  double residual = 0.0;
+  bool ok = false;
+  tb::Timing timing;
+};
+
+Measurement measure(const Options& opt, tb::fpga::Ptrans& pt) {
+  pt.fill();
+  pt.run();
+  const double residual = pt.residual();
+  Measurement m;
+  m.timing.inner = 1;
+  for (int r = 0; r < opt.repetitions; ++r) {
+    TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const double t0 = MPI_Wtime();
+    pt.run();
+    double t = MPI_Wtime() - t0;
+    TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    m.timing.seconds_per_op.push_back(t);
+  }
+  const double residual_after = pt.residual();
+  m.ok = residual == 0.0 && residual_after == 0.0;  // exact: one addition of representable values
+  m.residual = std::max(residual, residual_after);
+  return m;
+}
+
+// The model's time of the transposition on IEC: every off-diagonal FPGA pair (y,x)-(x,y) wired
+// with all 4 channels.
+double iec_transposition_s(const Options& opt, const tb::fpga::Ptrans& pt, int size) {
+  nlohmann::json spec;
+  if (!opt.iec_file.empty()) {
+    std::ifstream f(opt.iec_file);
+    if (!f) throw std::invalid_argument("cannot read " + opt.iec_file);
+    f >> spec;
+  } else {
+    spec = {{"name", "iec-transpose"}, {"kind", "iec"},
+            {"iec", {{"channel_width_bytes", 32}, {"clock_hz", 156.25e6}, {"latency_s", 520e-9}}}};
+  }
+  spec["kind"] = "iec";
+  spec["topology"] = "links";
+  spec["links"] = nlohmann::json::array();
+  const int p = pt.grid();
+  for (int y = 0; y < p; ++y)
+    for (int x = y + 1; x < p; ++x) spec["links"].push_back({y * p + x, x * p + y, 4});
+  const tb::fpga::Network iec = tb::fpga::Network::from_json(spec, size);
+  const double m = static_cast<double>(pt.local_rows());
+  std::vector<tb::fpga::Message> messages;
+  for (int y = 0; y < p; ++y)
+    for (int x = 0; x < p; ++x)
+      if (x != y) messages.push_back({y * p + x, x * p + y, m * m * 8.0});
+  return iec.phase_time_s(messages);
+}
+
+void report(const Options& opt, const tb::fpga::Ptrans& pt, int size, const nlohmann::json& meta,
+            const Measurement& run, double predicted_comm) {
+  const int p = pt.grid();
+  const double best = run.timing.fastest();
+  const double n2 = static_cast<double>(opt.n) * static_cast<double>(opt.n);
+  const double m = static_cast<double>(pt.local_rows());
+  const double off_diagonal_bytes = static_cast<double>(size - p) * m * m * 8.0;
+  std::printf("tb-ptrans  n %lld, nb %lld, %dx%d grid, local %lldx%lld, Alltoallw %s\n", static_cast<long long>(opt.n),
+              static_cast<long long>(opt.nb), p, p, static_cast<long long>(pt.local_rows()),
+              static_cast<long long>(pt.local_rows()), pt.algorithm_path().c_str());
+  std::printf("  validation: residual %.3g (%s)\n", run.residual, run.ok ? "passed" : "FAILED");
+  std::printf("  fastest of %d: %.3f ms, %.3f GFLOP/s (n^2/t), transposition %.3f GB/s (off-diagonal bytes / t)\n",
+              opt.repetitions, best * 1e3, n2 / best / 1e9, off_diagonal_bytes / best / 1e9);
+  std::printf("  IEC model, (y,x) wired to (x,y) with 4 channels: transposition %.3f ms", predicted_comm * 1e3);
+  if (predicted_comm > 0)
+    std::printf(" -> %.3f GFLOP/s if the add keeps pace (HPCC FPGA: the compute pipeline can be the limit)\n",
+                n2 / predicted_comm / 1e9);
+  else
+    std::printf(" (no off-diagonal transfers on a 1x1 grid)\n");
+  if (opt.json.empty()) return;
+  nlohmann::json row = {{"tool", "tb-ptrans"}, {"n", opt.n}, {"nb", opt.nb}, {"grid", p},
+                        {"algorithm", pt.algorithm_path()}, {"validated", run.ok}, {"verified", run.ok},
+                        {"residual", run.residual}, {"gflops", n2 / best / 1e9},
+                        {"iec_predicted_transposition_s", predicted_comm}};
+  row.update(tb::timing_fields(run.timing, true));
+  tb::write_results_json(opt.json, meta, nlohmann::json::array({row}));
+}
+
+int run(const Options& opt) {
+  int rank = 0, size = 1;
+  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  try {  // bad input (the grid, the matrix, an --iec file) is the same clear error on every rank
+    tb::fpga::Ptrans pt(MPI_COMM_WORLD, opt.n, opt.nb, opt.algorithm);
+    const Measurement m = measure(opt, pt);
+    const double predicted_comm = iec_transposition_s(opt, pt, size);
+    const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
+    if (rank == 0) report(opt, pt, size, meta, m, predicted_comm);
+    return m.ok ? 0 : 1;
+  } catch (const std::invalid_argument& e) {
+    if (rank == 0) std::fprintf(stderr, "tb-ptrans: error: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
   CLI::App app{"PTRANS (C = B + A^T) with one Alltoallw of derived datatypes for the transposition"};
-  app.add_option("--n", n, "matrix order")->capture_default_str();
-  app.add_option("--nb", nb, "block size")->capture_default_str();
-  app.add_option("--algorithm", algorithm, "registered Alltoallw algorithm")->capture_default_str();
-  app.add_option("--repetitions", repetitions, "timed repetitions (fastest reported)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--iec", iec_file, "IEC link parameters for the prediction (a network JSON; default: built-in 520N figures)");
-  app.add_option("--json", json, "write the result and metadata as JSON (rank 0)");
-  return tb::mpi_tool_main(argc, argv, "tb-ptrans", app, {}, [&] {
-    int rank = 0, size = 1;
-    TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    try {  // bad input (the grid, the matrix, an --iec file) is the same clear error on every rank
-      tb::fpga::Ptrans pt(MPI_COMM_WORLD, n, nb, algorithm);
-      pt.fill();
-      pt.run();
-      const double residual = pt.residual();
-      double best = 1e300;
-      for (int r = 0; r < repetitions; ++r) {
-        TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        const double t0 = MPI_Wtime();
-        pt.run();
-        double t = MPI_Wtime() - t0;
-        TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-        best = std::min(best, t);
-      }
-      const double residual_after = pt.residual();
-      const bool ok = residual == 0.0 && residual_after == 0.0;  // exact: one addition of representable values
-      const double m = static_cast<double>(pt.local_rows());
-      const double off_diagonal_bytes = static_cast<double>(size - pt.grid()) * m * m * 8.0;
-
-      // Prediction on IEC: every off-diagonal FPGA pair (y,x)-(x,y) wired with all 4 channels.
-      nlohmann::json spec;
-      if (!iec_file.empty()) {
-        std::ifstream f(iec_file);
-        if (!f) throw std::invalid_argument("cannot read " + iec_file);
-        f >> spec;
-      } else {
-        spec = {{"name", "iec-transpose"}, {"kind", "iec"},
-                {"iec", {{"channel_width_bytes", 32}, {"clock_hz", 156.25e6}, {"latency_s", 520e-9}}}};
-      }
-      spec["kind"] = "iec";
-      spec["topology"] = "links";
-      spec["links"] = nlohmann::json::array();
-      const int p = pt.grid();
-      for (int y = 0; y < p; ++y)
-        for (int x = y + 1; x < p; ++x) spec["links"].push_back({y * p + x, x * p + y, 4});
-      const tb::fpga::Network iec = tb::fpga::Network::from_json(spec, size);
-      std::vector<tb::fpga::Message> messages;
-      for (int y = 0; y < p; ++y)
-        for (int x = 0; x < p; ++x)
-          if (x != y) messages.push_back({y * p + x, x * p + y, m * m * 8.0});
-      const double predicted_comm = iec.phase_time_s(messages);
-
-      const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
-      if (rank == 0) {
-        std::printf("tb-ptrans  n %lld, nb %lld, %dx%d grid, local %lldx%lld, Alltoallw %s\n", static_cast<long long>(n),
-                    static_cast<long long>(nb), p, p, static_cast<long long>(pt.local_rows()),
-                    static_cast<long long>(pt.local_rows()), pt.algorithm_path().c_str());
-        std::printf("  validation: residual %.3g (%s)\n", std::max(residual, residual_after), ok ? "passed" : "FAILED");
-        std::printf("  fastest of %d: %.3f ms, %.3f GFLOP/s (n^2/t), transposition %.3f GB/s (off-diagonal bytes / t)\n",
-                    repetitions, best * 1e3, static_cast<double>(n) * static_cast<double>(n) / best / 1e9,
-                    off_diagonal_bytes / best / 1e9);
-        std::printf("  IEC model, (y,x) wired to (x,y) with 4 channels: transposition %.3f ms", predicted_comm * 1e3);
-        if (predicted_comm > 0)
-          std::printf(" -> %.3f GFLOP/s if the add keeps pace (HPCC FPGA: the compute pipeline can be the limit)\n",
-                      static_cast<double>(n) * static_cast<double>(n) / predicted_comm / 1e9);
-        else
-          std::printf(" (no off-diagonal transfers on a 1x1 grid)\n");
-        if (!json.empty()) {
-          std::ofstream f(json);
-          f << nlohmann::json{{"metadata", meta},
-                              {"results",
-                               {{"tool", "tb-ptrans"}, {"n", n}, {"nb", nb}, {"grid", p}, {"algorithm", pt.algorithm_path()},
-                                {"validated", ok}, {"residual", std::max(residual, residual_after)}, {"fastest_s", best},
-                                {"gflops", static_cast<double>(n) * static_cast<double>(n) / best / 1e9},
-                                {"iec_predicted_transposition_s", predicted_comm}}}}
-                   .dump(2)
-            << "\n";
-        }
-      }
-      return ok ? 0 : 1;
-    } catch (const std::invalid_argument& e) {
-      if (rank == 0) std::fprintf(stderr, "tb-ptrans: error: %s\n", e.what());
-      return 2;
-    }
-  });
+  app.add_option("--n", opt.n, "matrix order")->capture_default_str();
+  app.add_option("--nb", opt.nb, "block size")->capture_default_str();
+  app.add_option("--algorithm", opt.algorithm, "registered Alltoallw algorithm")->capture_default_str();
+  app.add_option("--repetitions", opt.repetitions, "timed repetitions (fastest reported)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--iec", opt.iec_file, "IEC link parameters for the prediction (a network JSON; default: built-in 520N figures)");
+  app.add_option("--json", opt.json, "write the result and metadata as JSON (rank 0)");
+  return tb::mpi_tool_main(
+      argc, argv, "tb-ptrans", app, [&] { tb::check_writable(MPI_COMM_WORLD, "--json", opt.json); },
+      [&] { return run(opt); }, [] { return tb::alltoallw_algorithm_list(); });
 }
