@@ -23,7 +23,7 @@ it writes its results and whether it is an MPI program:
      "output": "--json",                    # the option naming its results file
      "mpi": false                           # runs without mpiexec; "ranks" may then be left out
 Results: Google Benchmark's JSON (--benchmark_out), a CSV table (--csv) or
-{"metadata": {...}, "results": [rows]} (a single results object is one row); every row goes
+{"metadata": {...}, "results": [rows]} (microbench/results.hpp); every row goes
 to the store with the point, command, environment and metadata.
 --args '{"-m": "1:64"}' overrides or adds options in every point (a different point key).
 
@@ -210,15 +210,12 @@ def number(text):
 
 
 def json_rows(doc):
-    """{"metadata": ..., "results": [rows]}; a single results object (a tool that reports one
-    result) is one row."""
+    """The testbed's one results format, {"metadata": ..., "results": [rows]} (microbench/results.hpp)."""
     if not isinstance(doc, dict) or "results" not in doc:
         raise RuntimeError("the tool's JSON has no 'results'")
     results = doc["results"]
-    if isinstance(results, dict):
-        results = [results]
     if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
-        raise RuntimeError("the tool's 'results' is neither a list of row objects nor one object")
+        raise RuntimeError("the tool's 'results' is not a list of row objects")
     meta = doc.get("metadata", {})
     return [{**{k: v for k, v in r.items() if k != "samples_s"}, "metadata": meta} for r in results]
 

@@ -225,15 +225,17 @@ class ToolAgnostic(unittest.TestCase):
         self.assertEqual(status, 0)
         self.assertIn("[to run]", out)
 
-    def test_beff_results_object_is_one_row(self):
+    def test_beff_rows_per_message_size(self):
         fake_tool(self.tmp, "tb-beff", """cat > "$out" <<'J'
-{"metadata": {"mpi_library": "fake"}, "results": {"tool": "tb-beff", "ranks": 2, "beff_bytes_per_s": 1e9,
- "validated": true, "points": [{"bytes": 1, "seconds": 1e-6}]}}
+{"metadata": {"mpi_library": "fake"}, "results": [
+ {"tool": "tb-beff", "bytes": 1, "fastest_s": 1e-6, "samples_s": [1e-6], "beff_bytes_per_s": 1e9},
+ {"tool": "tb-beff", "bytes": 2, "fastest_s": 2e-6, "samples_s": [2e-6], "beff_bytes_per_s": 1e9}]}
 J""")
         status, out, err = self.run_main(self.definition(tool="tb-beff", ranks=[2], args={"--max-exponent": 4}))
         self.assertEqual(status, 0, err)
         rows = self.rows()
-        self.assertEqual(len(rows), 1)
+        self.assertEqual([r["bytes"] for r in rows], [1, 2])
+        self.assertNotIn("samples_s", rows[0])
         self.assertEqual(rows[0]["beff_bytes_per_s"], 1e9)
         self.assertEqual(rows[0]["metadata"], {"mpi_library": "fake"})
         self.assertEqual(rows[0]["tool"], "tb-beff")
@@ -241,10 +243,9 @@ J""")
 
     def test_results_shapes(self):
         meta = {"m": 1}
-        self.assertEqual(run.json_rows({"metadata": meta, "results": {"a": 1}}), [{"a": 1, "metadata": meta}])
         self.assertEqual(run.json_rows({"metadata": meta, "results": [{"a": 1, "samples_s": [1]}, {"a": 2}]}),
                          [{"a": 1, "metadata": meta}, {"a": 2, "metadata": meta}])
-        for bad in ({"metadata": meta}, {"results": 3}, {"results": [1, 2]}):
+        for bad in ({"metadata": meta}, {"results": 3}, {"results": [1, 2]}, {"results": {"a": 1}}):
             with self.assertRaises(RuntimeError):
                 run.json_rows(bad)
 
