@@ -1,0 +1,129 @@
+# Tests only the mpich-patched variant has (included from tests/CMakeLists.txt when
+# TB_MPICH_PATCHED is on; the CMake preset mpich-patched sets it). The MPI library is the install
+# mpich/build.sh made: <cache>/<key>/install, with the patched source tree beside it in
+# <cache>/<key>/src.
+#
+#   mpich.<test>.<algorithm>.np<N>   MPICH's own alltoallw tests (test/mpi/coll of the 4.0.2 tree)
+#                                    with the algorithm forced by MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM
+#   mpich.cvar.*                     evidence that the CVAR selects the added algorithms
+#   mpich.library.*                  the tests load the patched libmpi, and it says which it is
+#   test_conformance.native_<algorithm>.np<N>
+#                                    the testbed's conformance suite with `native` (MPI_Alltoallw)
+#                                    running the forced algorithm
+#
+# The algorithms the patch series (mpich/patches) adds to MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM:
+set(TB_MPICH_ALGORITHMS pairwise pack_alltoallv)
+
+get_filename_component(tb_mpicc "${MPI_C_COMPILER}" REALPATH)
+get_filename_component(tb_bindir "${tb_mpicc}" DIRECTORY)
+get_filename_component(TB_MPICH_PREFIX "${tb_bindir}" DIRECTORY)
+get_filename_component(tb_mpich_key_dir "${TB_MPICH_PREFIX}" DIRECTORY)
+set(tb_mpich_tests "${tb_mpich_key_dir}/src/test/mpi")
+if(NOT EXISTS "${tb_mpich_tests}/util/mtest.c" OR NOT EXISTS "${TB_MPICH_PREFIX}/lib/libmpi.so")
+  message(FATAL_ERROR "mpich-patched: ${MPI_C_COMPILER} is not an install made by mpich/build.sh "
+                      "(expected ${TB_MPICH_PREFIX}/lib/libmpi.so and the source tree ${tb_mpich_tests}); "
+                      "build with scripts/build.sh mpich-patched")
+endif()
+message(STATUS "mpich-patched: MPICH install ${TB_MPICH_PREFIX}, its tests from ${tb_mpich_tests}")
+
+# MPICH's test harness (MTest_Init/MTest_Finalize print " No Errors") and the tests themselves, as
+# MPICH's test/mpi/coll/Makefile.am builds them; their warnings are MPICH's, not ours.
+# (libmtest + libmtest_single, as test/mpi/Makefile_single.mtest links them.)
+add_library(tb_mpich_mtest STATIC ${tb_mpich_tests}/util/mtest.c ${tb_mpich_tests}/util/mtest_common.c
+                                  ${tb_mpich_tests}/util/mtest_single.c)
+target_include_directories(tb_mpich_mtest PUBLIC ${tb_mpich_tests}/include ${PROJECT_SOURCE_DIR}/mpich/tests)
+target_link_libraries(tb_mpich_mtest PUBLIC MPI::MPI_C)
+target_compile_options(tb_mpich_mtest PUBLIC -w)
+set(tb_mpich_blocking alltoallw1 alltoallw2 alltoallw_zeros)   # MPI_Alltoallw on intracommunicators
+foreach(t ${tb_mpich_blocking} p_alltoallw icalltoallw)
+  add_executable(mpich_${t} ${tb_mpich_tests}/coll/${t}.c)
+  target_link_libraries(mpich_${t} PRIVATE tb_mpich_mtest)
+endforeach()
+add_executable(mpich_nbicalltoallw ${tb_mpich_tests}/coll/icalltoallw.c)
+target_compile_definitions(mpich_nbicalltoallw PRIVATE USE_MTEST_NBC)
+target_link_libraries(mpich_nbicalltoallw PRIVATE tb_mpich_mtest)
+
+set(tb_mpirun ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG})
+set(tb_expect ${PROJECT_SOURCE_DIR}/mpich/tests/expect.sh)
+foreach(algo ${TB_MPICH_ALGORITHMS})
+  # The blocking intracommunicator tests run the forced algorithm (their MPI_IN_PLACE calls fall
+  # back to MPICH's own choice: the restriction is noinplace and MPIR_CVAR_COLLECTIVE_FALLBACK is
+  # silent by default). p_alltoallw (persistent), icalltoallw (intercommunicator) and
+  # nbicalltoallw (nonblocking) do not reach MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM; they run with
+  # it set to show it does not disturb the other paths.
+  foreach(t ${tb_mpich_blocking} p_alltoallw icalltoallw nbicalltoallw)
+    set(ranks 1 2 3 4)
+    if(t MATCHES "icalltoallw")
+      set(ranks 2 3 4)    # an intercommunicator needs two groups
+    endif()
+    foreach(n ${ranks})
+      add_test(NAME mpich.${t}.${algo}.np${n}
+               COMMAND ${tb_mpirun} ${n} ${TB_MPIEXEC_FLAGS} $<TARGET_FILE:mpich_${t}>)
+      set_tests_properties(mpich.${t}.${algo}.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
+                           ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo}"
+                           PASS_REGULAR_EXPRESSION "^ No Errors\n"
+                           FAIL_REGULAR_EXPRESSION "Found [0-9]+ errors|[Aa]bort|Fatal error")
+    endforeach()
+  endforeach()
+endforeach()
+
+# ---- the CVAR really switches the path -----------------------------------------------------------
+add_executable(tb_mpich_cvar_switch ${PROJECT_SOURCE_DIR}/mpich/tests/cvar_switch.c)
+target_link_libraries(tb_mpich_cvar_switch PRIVATE MPI::MPI_C)
+set(tb_cvar_switch $<TARGET_FILE:tb_mpich_cvar_switch>)
+# A truncated receive makes MPI_Alltoallw fail; MPICH's error stack names the function of the
+# algorithm that ran. scattered (MPICH's own) is the control: the signal tells algorithms apart.
+# The program ends in MPI_ERRORS_ARE_FATAL on purpose (the only way MPICH prints the whole stack).
+foreach(algo ${TB_MPICH_ALGORITHMS} scattered)
+  set(others ${TB_MPICH_ALGORITHMS} scattered)
+  list(REMOVE_ITEM others ${algo})
+  list(JOIN others "|" others)
+  foreach(n 2 3)
+    add_test(NAME mpich.cvar.truncate.${algo}.np${n}
+             COMMAND ${tb_expect} --status fail --match "MPIR_Alltoallw_intra_${algo}\\(" --match "cvar_switch: ok"
+                     --absent "MPIR_Alltoallw_intra_(${others})\\("
+                     -- ${tb_mpirun} ${n} ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} truncate)
+    set_tests_properties(mpich.cvar.truncate.${algo}.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
+                         ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo}")
+  endforeach()
+endforeach()
+# MPI_IN_PLACE with an out-of-place-only algorithm forced: MPICH names the forced algorithm when
+# it falls back (MPIR_CVAR_COLLECTIVE_FALLBACK=print), and the fallback's result is right.
+foreach(algo ${TB_MPICH_ALGORITHMS})
+  add_test(NAME mpich.cvar.inplace-fallback.${algo}.np3
+           COMMAND ${tb_expect} --match "Alltoallw ${algo} cannot be applied" --match "cvar_switch: ok"
+                   -- ${tb_mpirun} 3 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} inplace)
+  set_tests_properties(mpich.cvar.inplace-fallback.${algo}.np3 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
+                       ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo};MPIR_CVAR_COLLECTIVE_FALLBACK=print")
+endforeach()
+# An unknown name is rejected at MPI_Init (the CVAR parser knows the names: a typo cannot silently
+# run the default).
+add_test(NAME mpich.cvar.unknown-name
+         COMMAND ${tb_expect} --status fail
+                 --match "Invalid MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM value \\(no_such_algorithm\\)"
+                 -- ${tb_mpirun} 1 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} version)
+set_tests_properties(mpich.cvar.unknown-name PROPERTIES TIMEOUT 60 LABELS "mpi;mpich-patched"
+                     ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=no_such_algorithm")
+
+# ---- which library the tests load --------------------------------------------------------------
+# MPI_Get_library_version names the install (its configure line carries the prefix, and so the
+# cache key) and MPI_T lists the added algorithms in the CVAR's description.
+add_test(NAME mpich.library.version
+         COMMAND ${tb_expect} --match "MPICH Version:[[:space:]]+4\\.0\\.2" --match "--prefix=${TB_MPICH_PREFIX}"
+                 --match "pairwise +- Force pairwise algorithm" --match "pack_alltoallv +- Force pack algorithm" --match "cvar_switch: ok"
+                 -- ${tb_mpirun} 1 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} version)
+# The dynamic loader resolves libmpi to the patched install (RUNPATH from the wrappers and CMake),
+# for the testbed's own binaries and for the MPICH tests; Debian's libmpich is not loaded.
+foreach(target test_conformance tb-redistribute mpich_alltoallw1)
+  add_test(NAME mpich.library.ldd.${target}
+           COMMAND ${tb_expect} --match "libmpi\\.so\\.12 => ${TB_MPICH_PREFIX}/lib/libmpi\\.so\\.12"
+                   --absent "libmpich\\.so" -- ldd $<TARGET_FILE:${target}>)
+endforeach()
+set_tests_properties(mpich.library.version mpich.library.ldd.test_conformance mpich.library.ldd.tb-redistribute
+                     mpich.library.ldd.mpich_alltoallw1 PROPERTIES TIMEOUT 60 LABELS "mpich-patched")
+
+# ---- the testbed's conformance suite with native = the forced algorithm -------------------------
+foreach(algo ${TB_MPICH_ALGORITHMS})
+  tb_add_mpi_test(test_conformance VARIANT native_${algo} RANKS 1 2 3 4 TIMEOUT 600
+                  ENVIRONMENT MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo})
+endforeach()
