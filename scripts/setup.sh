@@ -16,6 +16,9 @@ packages=(
   python3-pandas python3-matplotlib python3-tabulate iproute2
   # command-line parsing, JSON, tests, benchmarks
   libcli11-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
+  # the mpich-patched variant: mpich/build.sh fetches Debian's MPICH source package (apt-get
+  # source, dpkg-source), applies mpich/patches and runs MPICH's autogen.sh before building it
+  dpkg-dev xz-utils patch autoconf automake libtool python3 perl
 )
 
 missing=()
