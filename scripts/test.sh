@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The test job: installs what is missing, builds the three MPI variants, runs ctest on each (MPI
-# tests at 1-4 ranks) and prints each summary. Exits non-zero if anything fails.
-#   mpich, openmpi   Debian's MPI libraries
-#   mpich-patched    MPICH 4.0.2 built from source with mpich/patches (mpich/build.sh; cached
-#                    outside the clone, so only a cold cache or a changed patch rebuilds it)
+# The test job: installs what is missing, builds MPI variants, runs ctest on each (MPI tests at
+# 1-4 ranks) and prints each summary. Exits non-zero if anything fails.
+#   scripts/test.sh                  mpich and openmpi: Debian's MPI libraries (what CI runs)
+#   scripts/test.sh mpich-patched    MPICH 4.0.2 built from source with mpich/patches
+#                                    (mpich/build.sh; cached outside the clone)
+# The patched variant is not yet in CI: its full ctest run has not been timed and checked from a
+# fresh clone (mpich/README.md says what it covers).
 # The mpich-patched variant is skipped, with the reason printed, only when mpich/build.sh fails
 # for a reason outside the project (exit status 3: no Debian source package, no network, no
 # root for the cache); any other failure of it fails the job.
@@ -11,7 +13,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 status=0
-variants=(mpich openmpi mpich-patched)
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=(mpich openmpi)
 skipped=()
 declare -A seconds
 for v in "${variants[@]}"; do
