@@ -1,4 +1,4 @@
-// What every result row carries (DESIGN.md): MPI library and version, ranks and nodes, the
+// What every result row carries (docs/design.md): MPI library and version, ranks and nodes, the
 // hwloc summary of the machine, the environment that steers MPI and UCX, and the git commit.
 #pragma once
 
