@@ -286,13 +286,18 @@ case "$mode" in
     # The tree may carry someone's unexported edits (--tree): build the committed state instead.
     build_src="$dir/src"
     if [ -n "$(git -C "$dir/src" status --porcelain --untracked-files=normal | head -n 1)" ]; then
-      log "the source tree has edits (see --export); building a clean checkout of it"
-      rm -rf "$dir/clean-src"; git -C "$dir/src" worktree prune
-      git -C "$dir/src" worktree add -q --detach "$dir/clean-src" tb-autogen
+      # A copy with only the edited files put back: a fresh checkout would give every file a new
+      # time stamp, and the bundled packages' automake rules (json-c's) would then want to
+      # regenerate their build system with the automake version the release was made with.
+      log "the source tree has edits (see --export); building a copy of it without them"
+      rm -rf "$dir/clean-src"; cp -a "$dir/src" "$dir/clean-src"
+      git -C "$dir/clean-src" diff --name-only -z tb-autogen | xargs -0 -r git -C "$dir/clean-src" checkout -q tb-autogen --
+      git -C "$dir/clean-src" clean -q -fdx
+      [ -z "$(git -C "$dir/clean-src" status --porcelain | head -n 1)" ] || die "could not make a clean copy of $dir/src in $dir/clean-src"
       build_src="$dir/clean-src"
     fi
     build_install "$build_src" "$dir/build" "$prefix" "$dir/logs"
-    if [ "$build_src" != "$dir/src" ]; then git -C "$dir/src" worktree remove --force "$dir/clean-src"; fi
+    if [ "$build_src" != "$dir/src" ]; then rm -rf "$dir/clean-src"; fi
     rm -rf "$dir/build"     # the install is what is kept; --incremental has its own build directory
     total=$((SECONDS - t_start))
     echo "built in ${total} s on $(date -u +%Y-%m-%dT%H:%M:%SZ) ($(tr '\n' ' ' <"$dir/logs/times.txt"))" >"$dir/complete"
