@@ -4,7 +4,7 @@ MPI programs, the mpiexec command of every MPI build and mode, and a run that su
 MPI_Finalize after complete results. experiments/run.py imports it for every point; the campaign
 scripts (model_validation.sh, fft_head_to_head.sh) call it for every launch:
 
-    experiments/launch.py [--mpi mpich|openmpi] [--mode intra|cliques|netns|cluster] [-n RANKS]
+    experiments/launch.py [--mpi mpich|openmpi|mpich-patched] [--mode intra|cliques|netns|cluster] [-n RANKS]
                           [--bin DIR] [--env NAME=VALUE ...] [--out FILE] TOOL [TOOL ARGS ...]
 
     experiments/launch.py -n 2 --out beff.json tb-beff --fit-out host.json
@@ -32,7 +32,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ("intra", "cliques", "netns", "cluster")
-MPIS = ("mpich", "openmpi")
+MPIS = ("mpich", "openmpi", "mpich-patched")
+# mpich-patched: MPICH 4.0.2 built from source with mpich/patches; its mpiexec is the one of the
+# install scripts/build.sh built build/mpich-patched against (recorded in build/mpich-patched/tb-mpich-prefix).
+MPICH_FAMILY = ("mpich", "mpich-patched")
 
 # What a runner needs to know per tool: the option that asks it for its results file ("output")
 # and whether it is an MPI program started by mpiexec ("mpi"). A definition may name a tool not
@@ -105,26 +108,39 @@ def check_binary(tool, mpi, bin=None):
     return path
 
 
+def mpich_mpiexec(mpi):
+    """Debian's MPICH launcher, or the patched install's own hydra."""
+    if mpi == "mpich":
+        return "mpiexec.mpich"
+    record = os.path.join(ROOT, "build", mpi, "tb-mpich-prefix")
+    try:
+        with open(record) as f:
+            return os.path.join(f.read().strip(), "bin", "mpiexec")
+    except OSError:
+        raise ValueError(f"{mpi}: no {record}; build it with scripts/build.sh {mpi}") from None
+
+
 def launcher(mode, mpi, ranks, options):
     """The command prefix and environment that start `ranks` processes of an MPI program in `mode`.
     `options` carries cliques (None: one per rank), hosts (netns) and hostfile (cluster)."""
     env = {}
     if mode == "cliques":
         cliques = options.cliques or ranks
-        if mpi == "mpich":
+        if mpi in MPICH_FAMILY:
             env.update({"MPIR_CVAR_NUM_CLIQUES": str(cliques), "UCX_TLS": "self,tcp"})
         env["TB_UCX_TLS"] = "self,tcp"  # ucx_zcopy's own UCX context takes the network path too
         env["TB_NUM_NODES"] = str(cliques)
-    if mpi == "mpich":
+    if mpi in MPICH_FAMILY:
+        mpiexec = mpich_mpiexec(mpi)
         if mode == "netns":
             hosts = ",".join(f"tbhost{i + 1}" for i in range(options.hosts))
             env["UCX_TLS"] = "self,tcp"  # the namespaces share /dev/shm: keep UCX off shared memory
             env["TB_UCX_TLS"] = "self,tcp"
-            return (["mpiexec.mpich", "-hosts", hosts, "-launcher", "ssh", "-launcher-exec",
+            return ([mpiexec, "-hosts", hosts, "-launcher", "ssh", "-launcher-exec",
                      os.path.join(ROOT, "experiments", "netns_exec.sh"), "-iface", "tbbr0", "-n", str(ranks)], env)
-        cmd = ["mpiexec.mpich", "-n", str(ranks)]
+        cmd = [mpiexec, "-n", str(ranks)]
         if mode == "cluster" and options.hostfile:
-            cmd = ["mpiexec.mpich", "-f", options.hostfile, "-n", str(ranks)]
+            cmd = [mpiexec, "-f", options.hostfile, "-n", str(ranks)]
         return cmd, env
     if mpi == "openmpi":
         if mode == "netns":
@@ -136,7 +152,7 @@ def launcher(mode, mpi, ranks, options):
         if mode == "cluster" and options.hostfile:
             cmd += ["--hostfile", options.hostfile]
         return cmd, env
-    raise ValueError(f"unknown MPI {mpi!r} (mpich or openmpi)")
+    raise ValueError(f"unknown MPI {mpi!r} ({', '.join(MPIS)})")
 
 
 def command(spec, program, args, mode, mpi, ranks, options, env=None):

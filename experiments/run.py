@@ -16,7 +16,9 @@ A definition is a JSON file:
      "points": [{"ranks": 2, "--shape": "128,64,128"}],       # or explicit points (weak scaling)
      "args": {"-m": "1:1M"}}                # the same for every point
 Keys of "matrix", "points" and "args" that start with "-" are the tool's options; keys
-"env:NAME" set the environment variable NAME for that point (over the mode's own).
+"env:NAME" set the environment variable NAME for that point (over the mode's own); a point's
+"mpi" (a list of MPI builds) runs it only with those --mpi builds (e.g. a CVAR only the
+patched MPICH knows).
 The tools experiments/launch.py lists in TOOLS need nothing more (tb-bench, tb-bench-pack,
 tb-redistribute, tb-fft, tb-fftw-mpi, tb-beff, tb-ptrans, tb-model). Any other tool declares how
 it writes its results and whether it is an MPI program:
@@ -111,6 +113,19 @@ def expand(definition, overrides=None):
         if p not in unique:
             unique.append(p)
     return unique
+
+
+def for_mpi(points, mpi):
+    """The points that run with this MPI build: those without an "mpi" list, or naming it."""
+    chosen = []
+    for p in points:
+        builds = p.get("mpi", [mpi])
+        if not isinstance(builds, list) or not all(b in launch.MPIS for b in builds):
+            raise ValueError(f"a point's \"mpi\" must be a list of MPI builds ({', '.join(launch.MPIS)}), "
+                             f"not {builds!r}")
+        if mpi in builds:
+            chosen.append(p)
+    return chosen
 
 
 def point_key(definition, point, mode, mpi):
@@ -246,7 +261,7 @@ def benchmark_rows(doc):
 
 
 def write_slurm(definition_path, definition, options):
-    points = expand(definition, options.args)
+    points = for_mpi(expand(definition, options.args), options.mpi)
     most = max(p["ranks"] for p in points)
     extra = f" --args {shlex.quote(json.dumps(options.args))}" if options.args else ""
     extra += f" --bin {shlex.quote(os.path.abspath(options.bin))}" if options.bin else ""
@@ -296,7 +311,7 @@ def main(argv=None):
 
     try:
         definition = load_definition(options.definition)
-        points = expand(definition, options.args)
+        points = for_mpi(expand(definition, options.args), options.mpi)
     except ValueError as e:
         print(f"run.py: {e}", file=sys.stderr)
         return 2

@@ -103,6 +103,30 @@ class Launchers(unittest.TestCase):
         cmd, _ = run.launcher("cluster", "mpich", 8, self.options(hostfile="hosts"))
         self.assertEqual(cmd[:3], ["mpiexec.mpich", "-f", "hosts"])
 
+    def test_the_patched_mpich_starts_with_its_own_hydra_and_cliques(self):
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(run.launch, "ROOT", tmp):
+            with self.assertRaisesRegex(ValueError, "scripts/build.sh mpich-patched"):
+                run.launcher("intra", "mpich-patched", 2, self.options())
+            os.makedirs(os.path.join(tmp, "build", "mpich-patched"))
+            with open(os.path.join(tmp, "build", "mpich-patched", "tb-mpich-prefix"), "w") as f:
+                f.write("/cache/key/install\n")
+            cmd, env = run.launcher("cliques", "mpich-patched", 2, self.options())
+        self.assertEqual(cmd, ["/cache/key/install/bin/mpiexec", "-n", "2"])
+        self.assertEqual(env["MPIR_CVAR_NUM_CLIQUES"], "2")
+
+
+class PointsPerMpi(unittest.TestCase):
+    def test_a_point_naming_its_mpi_builds_runs_only_with_them(self):
+        points = [{"ranks": 2}, {"ranks": 2, "env:X": "1", "mpi": ["mpich-patched"]}]
+        self.assertEqual(run.for_mpi(points, "mpich"), [{"ranks": 2}])
+        self.assertEqual(run.for_mpi(points, "mpich-patched"), points)
+
+    def test_an_unknown_build_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "list of MPI builds"):
+            run.for_mpi([{"ranks": 2, "mpi": "mpich"}], "mpich")
+        with self.assertRaisesRegex(ValueError, "list of MPI builds"):
+            run.for_mpi([{"ranks": 2, "mpi": ["mvapich"]}], "mpich")
+
 
 class Store(unittest.TestCase):
     def test_finished_points_are_skipped(self):
