@@ -1,0 +1,305 @@
+#!/usr/bin/python3
+"""The MPICH patch series measured against Debian's MPICH and the testbed's PMPI algorithms, and the
+collective-selection JSON derived from those measurements. Reads a store written by
+experiments/mpich_algorithms.sh (experiments mpich_algorithms, mpich_selection, mpich_slab).
+
+    analysis/mpich_algorithms.py STORE                       # the tables (markdown) on stdout
+    analysis/mpich_algorithms.py STORE --selection-json mpich/tuning/alltoallw.json \\
+        --generic <MPICH tree>/maint/tuning/coll/mpir/generic.json
+
+Series names, one per measured variant:
+  debian:native        MPI_Alltoallw of Debian's MPICH (its own selection: scattered)
+  mpich:default        MPI_Alltoallw of the patched MPICH, MPICH's own selection (scattered)
+  mpich:<algorithm>    the same with MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=<algorithm>
+  mpich:json           the same with the selection JSON (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE)
+  pmpi:<algorithm>     the testbed's algorithm above MPI, in the patched build
+  debian:pmpi:<alg.>   the same in the Debian build
+
+The selection. MPICH evaluates a selection tree on every rank separately, and the only size a tree
+can test for MPI_Alltoallw is total_msg_size, the bytes THIS rank sends (csel.c has no avg_msg_size
+for alltoallw). Ranks whose totals fall on different sides of a threshold then run different
+algorithms. That is harmless between algorithms that send the same messages (scattered and
+pairwise: one message per ordered pair, tag MPIR_ALLTOALLW_TAG, the user's datatypes; MPI's
+ordering matches them whatever each rank's schedule), and a hang between any others (node_leader
+waits in a node barrier, pack_alltoallv in an Alltoallv). So, per measured node layout, the tree
+picks one base algorithm (the smallest geometric mean of time / fastest over all sizes and layouts)
+and splits by size only among algorithms that send the same messages as that base. --uniform
+(every rank of every call sends the same total: balanced redistributions, Alltoall-like calls)
+allows size thresholds among all algorithms.
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import sys
+
+# MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM value -> the csel container's JSON name.
+CSEL_NAMES = {
+    "scattered": "MPIR_Alltoallw_intra_scattered",
+    "pairwise": "MPIR_Alltoallw_intra_pairwise",
+    "pack_alltoallv": "MPIR_Alltoallw_intra_pack_alltoallv",
+    "node_leader": "MPIR_Alltoallw_intra_node_leader",
+}
+# Algorithms that send the same messages (one per ordered pair of ranks, same tag, the user's
+# datatypes), so ranks may mix them within one call.
+SAME_MESSAGES = [{"scattered", "pairwise"}]
+# The node layouts the campaign measures, and the csel test that tells them apart.
+NODE_LAYOUTS = {"intra": ("one node", "comm_size=node_comm_size"),
+                "cliques": ("one rank per node", "comm_size=any")}
+EXPERIMENTS = ("mpich_algorithms", "mpich_selection", "mpich_slab")
+
+
+def load(store):
+    rows = []
+    with open(store) as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                print(f"mpich_algorithms.py: {store}:{number}: not a JSON line (cut short?); skipped", file=sys.stderr)
+    rows = [r for r in rows if r.get("experiment") in EXPERIMENTS]
+    if not rows:
+        raise ValueError(f"{store} holds no results of {', '.join(EXPERIMENTS)} (experiments/mpich_algorithms.sh)")
+    return rows
+
+
+def series(row):
+    """The variant a result row measured (see the module's docstring)."""
+    algorithm = row["method"] if row.get("tool") == "tb-redistribute" else row["algorithm"]
+    point = row.get("point") or {}
+    debian = row["mpi"] == "mpich"
+    if algorithm != "native":
+        return f"{'debian:' if debian else ''}pmpi:{algorithm}"
+    if debian:
+        return "debian:native"
+    forced = point.get("env:MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM")
+    if forced:
+        return f"mpich:{forced}"
+    if point.get("env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"):
+        return "mpich:json"
+    return "mpich:default"
+
+
+def size_times(rows):
+    """{(mode, layout): {bytes_per_peer: {series: seconds}}} of the tb-bench rows (the last of each)."""
+    out = {}
+    for r in rows:
+        if r.get("tool") != "tb-bench" or "bytes_per_peer" not in r:
+            continue
+        out.setdefault((r["mode"], r["layout"]), {}).setdefault(int(r["bytes_per_peer"]), {})[series(r)] = r["time_s"]
+    return out
+
+
+def in_mpich_times(by_size):
+    """{bytes: {algorithm: seconds}} of the in-MPICH algorithms; MPICH's default is scattered."""
+    out = {}
+    for size, t in by_size.items():
+        row = {name[len("mpich:"):]: s for name, s in t.items()
+               if name.startswith("mpich:") and name[len("mpich:"):] in CSEL_NAMES}
+        if "mpich:default" in t:
+            row.setdefault("scattered", t["mpich:default"])
+        if row:
+            out[size] = row
+    return out
+
+
+def geometric_mean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def slowdowns(points):
+    """{algorithm: geometric mean of time / fastest} over `points` ([{algorithm: seconds}]),
+    counting only algorithms measured at every point."""
+    common = set.intersection(*(set(p) for p in points))
+    return {a: geometric_mean([p[a] / min(p[b] for b in common) for p in points]) for a in sorted(common)}
+
+
+def compatible(base):
+    for group in SAME_MESSAGES:
+        if base in group:
+            return group
+    return {base}
+
+
+def size_bands(per_layout, candidates, ranks):
+    """[(total_msg_size upper bound or None, algorithm)]: per size the candidate with the smallest
+    geometric mean over the layouts, consecutive sizes with one choice merged."""
+    sizes = sorted(set.intersection(*(set(t) for t in per_layout.values())))
+    choice = []
+    for size in sizes:
+        points = [t[size] for t in per_layout.values()]
+        ratios = slowdowns([{a: p[a] for a in candidates if a in p} for p in points])
+        choice.append((size, min(ratios, key=ratios.get)))
+    bands = []
+    for i, (size, algorithm) in enumerate(choice):
+        last = i + 1 == len(choice) or choice[i + 1][1] != algorithm
+        if last:
+            bands.append((size * ranks if i + 1 < len(choice) else None, algorithm))
+    return bands
+
+
+def decide(times, ranks, uniform=False):
+    """The decision for each measured node layout: {mode: {"base", "slowdowns", "bands"}}.
+    `times` is size_times()'s result; `ranks` the rank count measured."""
+    decisions = {}
+    for mode in NODE_LAYOUTS:
+        per_layout = {layout: in_mpich_times(t) for (m, layout), t in times.items() if m == mode}
+        per_layout = {k: v for k, v in per_layout.items() if v}
+        if not per_layout:
+            continue
+        points = [p for t in per_layout.values() for p in t.values()]
+        ratios = slowdowns(points)
+        if not ratios:
+            raise ValueError(f"{mode}: no in-MPICH algorithm was measured at every size")
+        base = min(ratios, key=ratios.get)
+        candidates = set(ratios) if uniform else compatible(base) & set(ratios)
+        decisions[mode] = {"base": base, "slowdowns": ratios,
+                           "bands": size_bands(per_layout, candidates, ranks)}
+    if not decisions:
+        raise ValueError("no in-MPICH measurements (mpich:<algorithm> or mpich:default) in intra or cliques mode")
+    return decisions
+
+
+def band_tree(bands):
+    tree = {}
+    for bound, algorithm in bands:
+        key = f"total_msg_size<={bound}" if bound is not None else "total_msg_size=any"
+        tree[key] = {f"algorithm={CSEL_NAMES[algorithm]}": {}}
+    return tree
+
+
+def selection_tree(decisions, ranks):
+    """The alltoallw intra, out-of-place subtree: measured rank count and node layouts first,
+    MPICH's own choice (scattered) for everything not measured."""
+    measured = {}
+    for mode, (_, test) in NODE_LAYOUTS.items():
+        if mode in decisions:
+            measured[test] = band_tree(decisions[mode]["bands"])
+    if "comm_size=any" not in measured:
+        measured["comm_size=any"] = {f"algorithm={CSEL_NAMES['scattered']}": {}}
+    return {f"comm_size<={ranks}": measured, "comm_size=any": {f"algorithm={CSEL_NAMES['scattered']}": {}}}
+
+
+def selection_json(generic, decisions, ranks):
+    """MPICH's generic tree (every collective: the file replaces the whole built-in tree) with the
+    alltoallw intra out-of-place branch replaced."""
+    tree = copy.deepcopy(generic)
+    try:
+        intra = tree["collective=alltoallw"]["comm_type=intra"]
+        if "is_sendbuf_inplace=no" not in intra:
+            raise KeyError("is_sendbuf_inplace=no")
+    except KeyError as e:
+        raise ValueError(f"the generic selection JSON has no alltoallw intra branch ({e})") from None
+    intra["is_sendbuf_inplace=no"] = selection_tree(decisions, ranks)
+    return tree
+
+
+def decision_lines(decisions):
+    lines = []
+    for mode, d in decisions.items():
+        where = NODE_LAYOUTS[mode][0]
+        ratios = ", ".join(f"{a} {r:.2f}" for a, r in sorted(d["slowdowns"].items(), key=lambda x: x[1]))
+        bands = "; ".join(f"{a} up to {b} B sent per rank" if b is not None else f"{a} above"
+                          for b, a in d["bands"])
+        lines.append(f"- {mode} ({where}): base {d['base']} (geometric mean of time / fastest: {ratios}); "
+                     f"by size: {bands}")
+    return lines
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def size_tables(times):
+    """Markdown: per mode and layout, time per call (us) of every series and the ratios the
+    issue asks for: each in-MPICH algorithm against its PMPI version, and the selection against
+    Debian's native."""
+    md = []
+    for (mode, layout), by_size in sorted(times.items()):
+        names = sorted({n for t in by_size.values() for n in t})
+        pairs = [a for a in ("pairwise", "pack_alltoallv", "node_leader")
+                 if f"mpich:{a}" in names and f"pmpi:{a}" in names]
+        head = ["bytes/peer"] + names + [f"mpich/pmpi {a}" for a in pairs]
+        if "mpich:json" in names and "debian:native" in names:
+            head.append("json/debian")
+        md += [f"### {layout}, {mode}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for size, t in sorted(by_size.items()):
+            cells = [str(size)] + [f"{t[n] * 1e6:.3g}" if n in t else "-" for n in names]
+            cells += [ratio(t.get(f"mpich:{a}"), t.get(f"pmpi:{a}")) for a in pairs]
+            if "json/debian" in head:
+                cells.append(ratio(t.get("mpich:json"), t.get("debian:native")))
+            md.append("| " + " | ".join(cells) + " |")
+        md.append("")
+    return md
+
+
+def slab_table(rows):
+    slab = [r for r in rows if r.get("tool") == "tb-redistribute"]
+    if not slab:
+        return []
+    best = {}
+    for r in slab:
+        best[(r["mode"], series(r))] = r
+    md = ["### Slab redistribution (tb-redistribute)", "", "| mode | series | fastest ms | median ms | / debian:native |",
+          "|---|---|---|---|---|"]
+    for (mode, name), r in sorted(best.items()):
+        debian = best.get((mode, "debian:native"))
+        md.append(f"| {mode} | {name} | {r['fastest_s'] * 1e3:.2f} | {r['median_s'] * 1e3:.2f} | "
+                  f"{ratio(r['fastest_s'], debian['fastest_s']) if debian else '-'} |")
+    return md + [""]
+
+
+def report(rows, decisions=None):
+    md = ["## The MPICH patch series (experiments/mpich_algorithms.sh)", "",
+          "Time per MPI_Alltoallw call (us, MAX over ranks); series names: analysis/mpich_algorithms.py.", ""]
+    if decisions:
+        md += ["Selection derived from these points:", ""] + decision_lines(decisions) + [""]
+    return md + slab_table(rows) + size_tables(size_times(rows))
+
+
+def measured_ranks(rows):
+    ranks = {r["ranks"] for r in rows if r.get("tool") == "tb-bench"}
+    if len(ranks) != 1:
+        raise ValueError(f"the selection needs tb-bench points at one rank count, the store has {sorted(ranks)}")
+    return ranks.pop()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Tables of the MPICH patch series and the selection JSON derived from them.")
+    parser.add_argument("store")
+    parser.add_argument("--selection-json", help="write the selection JSON here (needs --generic)")
+    parser.add_argument("--generic", help="MPICH's maint/tuning/coll/mpir/generic.json of the patched tree")
+    parser.add_argument("--uniform", action="store_true",
+                        help="size thresholds among all algorithms (only for calls where every rank sends the same total)")
+    args = parser.parse_args(argv)
+    if args.selection_json and not args.generic:
+        parser.error("--selection-json needs --generic")
+    try:
+        rows = load(args.store)
+        decisions = None
+        if any(r.get("tool") == "tb-bench" for r in rows):
+            ranks = measured_ranks(rows)
+            decisions = decide(size_times(rows), ranks, args.uniform)
+        if args.selection_json:
+            if decisions is None:
+                raise ValueError("no tb-bench points to derive a selection from")
+            with open(args.generic) as f:
+                generic = json.load(f)
+            tree = selection_json(generic, decisions, ranks)
+            with open(args.selection_json, "w") as f:
+                json.dump(tree, f, indent=2)
+                f.write("\n")
+            print(f"mpich_algorithms.py: wrote {args.selection_json}", file=sys.stderr)
+    except (OSError, ValueError) as e:
+        print(f"mpich_algorithms.py: error: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(report(rows, decisions)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

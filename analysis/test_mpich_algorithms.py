@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""Tests of analysis/mpich_algorithms.py: series names, the selection's safety rule (size thresholds
+only between algorithms that send the same messages, unless --uniform), and the JSON it writes."""
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpich_algorithms as ma  # noqa: E402
+
+SIZES = [1, 64, 4096, 262144]
+
+
+def row(mode, mpi, algorithm, size, seconds, layout="contiguous", **env):
+    point = {"ranks": 2, **{f"env:{k}": v for k, v in env.items()}}
+    return {"experiment": "mpich_algorithms", "tool": "tb-bench", "mode": mode, "mpi": mpi, "ranks": 2,
+            "point": point, "layout": layout, "algorithm": algorithm, "bytes_per_peer": size, "time_s": seconds}
+
+
+def forced(mode, algorithm, size, seconds, layout="contiguous"):
+    return row(mode, "mpich-patched", "native", size, seconds, layout,
+               MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=algorithm)
+
+
+def campaign():
+    """intra: scattered wins the small sizes, node_leader the large ones by far (its geometric
+    mean is the smallest); cliques: scattered is the base, pairwise wins at 4 KiB."""
+    rows = []
+    for layout in ("contiguous", "vector64"):
+        for s in SIZES:
+            small = s <= 64
+            rows += [row("intra", "mpich-patched", "native", s, 1e-6 if small else 40e-3, layout),
+                     forced("intra", "pairwise", s, 2e-6 if small else 38e-3, layout),
+                     forced("intra", "pack_alltoallv", s, 3e-6 if small else 30e-3, layout),
+                     forced("intra", "node_leader", s, 2e-6 if small else 10e-3, layout),
+                     row("intra", "mpich-patched", "node_leader", s, 3e-6 if small else 11e-3, layout),
+                     row("intra", "mpich", "native", s, 1e-6 if small else 45e-3, layout)]
+            rows += [row("cliques", "mpich-patched", "native", s, 5e-6 if s != 4096 else 9e-6, layout),
+                     forced("cliques", "pairwise", s, 6e-6 if s != 4096 else 7e-6, layout),
+                     forced("cliques", "node_leader", s, 20e-6, layout)]
+    return rows
+
+
+GENERIC = {"collective=bcast": {"algorithm=MPIR_Bcast_intra_binomial": {}},
+           "collective=alltoallw": {"comm_type=intra": {
+               "is_sendbuf_inplace=yes": {"algorithm=MPIR_Alltoallw_intra_pairwise_sendrecv_replace": {}},
+               "is_sendbuf_inplace=no": {"algorithm=MPIR_Alltoallw_intra_scattered": {}}},
+               "comm_type=inter": {"algorithm=MPIR_Alltoallw_inter_pairwise_exchange": {}}}}
+
+
+class Series(unittest.TestCase):
+    def test_each_variant_has_its_own_name(self):
+        self.assertEqual(ma.series(row("intra", "mpich", "native", 1, 1)), "debian:native")
+        self.assertEqual(ma.series(row("intra", "mpich", "node_leader", 1, 1)), "debian:pmpi:node_leader")
+        self.assertEqual(ma.series(row("intra", "mpich-patched", "native", 1, 1)), "mpich:default")
+        self.assertEqual(ma.series(forced("intra", "pairwise", 1, 1)), "mpich:pairwise")
+        self.assertEqual(ma.series(row("intra", "mpich-patched", "native", 1, 1,
+                                       MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE="x.json")), "mpich:json")
+        self.assertEqual(ma.series(row("intra", "mpich-patched", "pairwise", 1, 1)), "pmpi:pairwise")
+
+
+class Selection(unittest.TestCase):
+    def test_base_is_the_smallest_geometric_mean_and_sizes_split_only_same_message_algorithms(self):
+        d = ma.decide(ma.size_times(campaign()), 2)
+        self.assertEqual(d["intra"]["base"], "node_leader")
+        # scattered is faster at 1 and 64 B, but ranks could disagree about the size: one band only.
+        self.assertEqual(d["intra"]["bands"], [(None, "node_leader")])
+        self.assertEqual(d["cliques"]["base"], "scattered")
+        self.assertEqual(d["cliques"]["bands"], [(2 * 64, "scattered"), (2 * 4096, "pairwise"), (None, "scattered")])
+
+    def test_uniform_splits_among_all_algorithms(self):
+        d = ma.decide(ma.size_times(campaign()), 2, uniform=True)
+        self.assertEqual(d["intra"]["bands"], [(2 * 64, "scattered"), (None, "node_leader")])
+
+    def test_the_json_keeps_every_other_collective_and_defaults_unmeasured_sizes_to_scattered(self):
+        d = ma.decide(ma.size_times(campaign()), 2)
+        tree = ma.selection_json(GENERIC, d, 2)
+        self.assertEqual(tree["collective=bcast"], GENERIC["collective=bcast"])
+        intra = tree["collective=alltoallw"]["comm_type=intra"]
+        self.assertEqual(intra["is_sendbuf_inplace=yes"], GENERIC["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=yes"])
+        out = intra["is_sendbuf_inplace=no"]
+        self.assertEqual(list(out), ["comm_size<=2", "comm_size=any"])
+        self.assertEqual(out["comm_size=any"], {"algorithm=MPIR_Alltoallw_intra_scattered": {}})
+        self.assertEqual(list(out["comm_size<=2"]), ["comm_size=node_comm_size", "comm_size=any"])
+        self.assertEqual(out["comm_size<=2"]["comm_size=node_comm_size"],
+                         {"total_msg_size=any": {"algorithm=MPIR_Alltoallw_intra_node_leader": {}}})
+        self.assertEqual(list(out["comm_size<=2"]["comm_size=any"]),
+                         ["total_msg_size<=128", "total_msg_size<=8192", "total_msg_size=any"])
+        self.assertEqual(GENERIC["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"],
+                         {"algorithm=MPIR_Alltoallw_intra_scattered": {}}, "the input is not modified")
+
+    def test_a_generic_file_without_the_alltoallw_branch_is_an_error(self):
+        d = ma.decide(ma.size_times(campaign()), 2)
+        with self.assertRaisesRegex(ValueError, "no alltoallw intra branch"):
+            ma.selection_json({"collective=bcast": {}}, d, 2)
+
+    def test_no_in_mpich_measurements_is_an_error(self):
+        rows = [r for r in campaign() if ma.series(r).startswith(("pmpi:", "debian:"))]
+        with self.assertRaisesRegex(ValueError, "no in-MPICH measurements"):
+            ma.decide(ma.size_times(rows), 2)
+
+
+class Report(unittest.TestCase):
+    def test_the_report_gives_the_campaign_its_own_section_and_keeps_it_out_of_the_generic_tables(self):
+        import pandas as pd
+        import report
+        with tempfile.TemporaryDirectory() as tmp:
+            path, _ = report.report(pd.DataFrame(campaign()), tmp)
+            with open(path) as f:
+                text = f.read()
+        self.assertIn("## The MPICH patch series", text)
+        self.assertIn("mpich:node_leader", text)
+        self.assertNotIn("## Alltoallw per message size", text)
+
+
+class CommandLine(unittest.TestCase):
+    def test_writes_the_json_and_prints_the_ratio_columns(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "s.jsonl")
+            with open(store, "w") as f:
+                for r in campaign():
+                    f.write(json.dumps(r) + "\n")
+                f.write('{"experiment": "mpich_alg')  # a line cut by a killed runner
+            generic = os.path.join(tmp, "generic.json")
+            with open(generic, "w") as f:
+                json.dump(GENERIC, f)
+            out = os.path.join(tmp, "sel.json")
+            stdout, stderr = io.StringIO(), io.StringIO()
+            with redirect_stdout(stdout), redirect_stderr(stderr):
+                status = ma.main([store, "--selection-json", out, "--generic", generic])
+            self.assertEqual(status, 0, stderr.getvalue())
+            self.assertIn("not a JSON line", stderr.getvalue())
+            with open(out) as f:
+                self.assertIn("comm_size<=2", json.load(f)["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"])
+            text = stdout.getvalue()
+            self.assertIn("mpich/pmpi node_leader", text)
+            self.assertIn("| 262144 |", text)
+            self.assertIn("0.91", text)  # mpich:node_leader 10 ms / pmpi:node_leader 11 ms
+
+    def test_selection_json_needs_the_generic_tree(self):
+        with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            ma.main(["s.jsonl", "--selection-json", "x.json"])
+
+
+if __name__ == "__main__":
+    unittest.main()
