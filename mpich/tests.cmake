@@ -3,16 +3,18 @@
 # mpich/build.sh made: <cache>/<key>/install, with the patched source tree beside it in
 # <cache>/<key>/src.
 #
-#   mpich.<test>.<algorithm>.np<N>   MPICH's own alltoallw tests (test/mpi/coll of the 4.0.2 tree)
+#   mpich.<test>.<algorithm>.np<N>   MPICH's own alltoallw tests (test/mpi/coll of the 4.0.2 tree), 1-8 ranks
 #                                    with the algorithm forced by MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM
 #   mpich.cvar.*                     evidence that the CVAR selects the added algorithms
 #   mpich.library.*                  the tests load the patched libmpi, and it says which it is
 #   test_conformance.native_<algorithm>.np<N>
 #                                    the testbed's conformance suite with `native` (MPI_Alltoallw)
 #                                    running the forced algorithm
+#   *.node_leader_cliques2.np<N>     the same for node_leader on two emulated nodes
+#                                    (MPIR_CVAR_NUM_CLIQUES=2: ranks dealt round-robin to 2 nodes)
 #
 # The algorithms the patch series (mpich/patches) adds to MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM:
-set(TB_MPICH_ALGORITHMS pairwise pack_alltoallv)
+set(TB_MPICH_ALGORITHMS pairwise pack_alltoallv node_leader)
 
 get_filename_component(tb_mpicc "${MPI_C_COMPILER}" REALPATH)
 get_filename_component(tb_bindir "${tb_mpicc}" DIRECTORY)
@@ -52,9 +54,9 @@ foreach(algo ${TB_MPICH_ALGORITHMS})
   # nbicalltoallw (nonblocking) do not reach MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM; they run with
   # it set to show it does not disturb the other paths.
   foreach(t ${tb_mpich_blocking} p_alltoallw icalltoallw nbicalltoallw)
-    set(ranks 1 2 3 4)
+    set(ranks 1 2 3 4 5 6 7 8)   # above 2 oversubscribed here; these tests are small (about 1 s)
     if(t MATCHES "icalltoallw")
-      set(ranks 2 3 4)    # an intercommunicator needs two groups
+      set(ranks 2 3 4 5 6 7 8)    # an intercommunicator needs two groups
     endif()
     foreach(n ${ranks})
       add_test(NAME mpich.${t}.${algo}.np${n}
@@ -64,6 +66,20 @@ foreach(algo ${TB_MPICH_ALGORITHMS})
                            PASS_REGULAR_EXPRESSION "^ No Errors\n"
                            FAIL_REGULAR_EXPRESSION "Found [0-9]+ errors|[Aa]bort|Fatal error")
     endforeach()
+  endforeach()
+endforeach()
+# node_leader across nodes: MPIR_CVAR_NUM_CLIQUES=2 makes MPICH see two nodes (ranks dealt
+# round-robin: np3 {0,2}+{1}, np4 {0,2}+{1,3}), so node_comm, node_roots_comm and the leaders'
+# aggregated messages are used. (At np1, and at np2 with two cliques, there is no hierarchy and the
+# parent-comm restriction falls back: the test below shows it.)
+foreach(t ${tb_mpich_blocking})
+  foreach(n 3 4)
+    add_test(NAME mpich.${t}.node_leader_cliques2.np${n}
+             COMMAND ${tb_mpirun} ${n} ${TB_MPIEXEC_FLAGS} $<TARGET_FILE:mpich_${t}>)
+    set_tests_properties(mpich.${t}.node_leader_cliques2.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
+                         ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader;MPIR_CVAR_NUM_CLIQUES=2"
+                         PASS_REGULAR_EXPRESSION "^ No Errors\n"
+                         FAIL_REGULAR_EXPRESSION "Found [0-9]+ errors|[Aa]bort|Fatal error")
   endforeach()
 endforeach()
 
@@ -87,6 +103,19 @@ foreach(algo ${TB_MPICH_ALGORITHMS} scattered)
                          ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo}")
   endforeach()
 endforeach()
+# The same signal across emulated nodes: rank 0 (node 0) gets its short block from rank 1 (node 1)
+# in the leaders' aggregated message; the size header says it does not fit.
+add_test(NAME mpich.cvar.truncate.node_leader_cliques2.np3
+         COMMAND ${tb_expect} --status fail --match "MPIR_Alltoallw_intra_node_leader\\(" --match "cvar_switch: ok"
+                 -- ${tb_mpirun} 3 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} truncate)
+set_tests_properties(mpich.cvar.truncate.node_leader_cliques2.np3 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
+                     ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader;MPIR_CVAR_NUM_CLIQUES=2")
+# node_leader without a node hierarchy (one rank per node: np2 on two cliques) falls back visibly.
+add_test(NAME mpich.cvar.flat-fallback.node_leader.np2
+         COMMAND ${tb_expect} --match "Alltoallw node_leader cannot be applied" --match "^ No Errors"
+                 -- ${tb_mpirun} 2 ${TB_MPIEXEC_FLAGS} $<TARGET_FILE:mpich_alltoallw1>)
+set_tests_properties(mpich.cvar.flat-fallback.node_leader.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
+                     ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader;MPIR_CVAR_NUM_CLIQUES=2;MPIR_CVAR_COLLECTIVE_FALLBACK=print")
 # MPI_IN_PLACE with an out-of-place-only algorithm forced: MPICH names the forced algorithm when
 # it falls back (MPIR_CVAR_COLLECTIVE_FALLBACK=print), and the fallback's result is right.
 foreach(algo ${TB_MPICH_ALGORITHMS})
@@ -110,7 +139,8 @@ set_tests_properties(mpich.cvar.unknown-name PROPERTIES TIMEOUT 60 LABELS "mpi;m
 # cache key) and MPI_T lists the added algorithms in the CVAR's description.
 add_test(NAME mpich.library.version
          COMMAND ${tb_expect} --match "MPICH Version:[[:space:]]+4\\.0\\.2" --match "--prefix=${TB_MPICH_PREFIX}"
-                 --match "pairwise +- Force pairwise algorithm" --match "pack_alltoallv +- Force pack algorithm" --match "cvar_switch: ok"
+                 --match "pairwise +- Force pairwise algorithm" --match "pack_alltoallv +- Force pack algorithm"
+                 --match "node_leader +- Force node-leader algorithm" --match "cvar_switch: ok"
                  -- ${tb_mpirun} 1 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} version)
 # The dynamic loader resolves libmpi to the patched install (RUNPATH from the wrappers and CMake),
 # for the testbed's own binaries and for the MPICH tests; Debian's libmpich is not loaded.
@@ -127,3 +157,5 @@ foreach(algo ${TB_MPICH_ALGORITHMS})
   tb_add_mpi_test(test_conformance VARIANT native_${algo} RANKS 1 2 3 4 TIMEOUT 600
                   ENVIRONMENT MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo})
 endforeach()
+tb_add_mpi_test(test_conformance VARIANT native_node_leader_cliques2 RANKS 3 4 TIMEOUT 600
+                ENVIRONMENT MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader MPIR_CVAR_NUM_CLIQUES=2)
