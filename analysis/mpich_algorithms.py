@@ -47,7 +47,7 @@ SAME_MESSAGES = [{"scattered", "pairwise"}]
 # The node layouts the campaign measures, and the csel test that tells them apart.
 NODE_LAYOUTS = {"intra": ("one node", "comm_size=node_comm_size"),
                 "cliques": ("one rank per node", "comm_size=any")}
-EXPERIMENTS = ("mpich_algorithms", "mpich_selection", "mpich_slab")
+EXPERIMENTS = ("mpich_algorithms", "mpich_selection", "mpich_slab", "mpich_pack")
 
 
 def load(store):
@@ -253,12 +253,38 @@ def slab_table(rows):
     return md + [""]
 
 
+def pack_table(rows):
+    """Markdown: GB/s of the testbed's packer and of MPI_Pack (Debian's yaksa engine, the patched
+    build's dataloop engine) per block size, from tb-bench-pack's names BM_<Op>/block:B/gap:G."""
+    rate = {}
+    for r in rows:
+        if r.get("tool") != "tb-bench-pack" or "bytes_per_second" not in r:
+            continue
+        op, _, shape = r["name"].partition("/")
+        build = "debian" if r["mpi"] == "mpich" else "patched"
+        rate[(shape or "-", f"{op[3:]} ({build})")] = r["bytes_per_second"] / 1e9
+    if not rate:
+        return []
+    ops = ["Pack (patched)", "MpiPack (patched)", "MpiPack (debian)", "Unpack (patched)", "MpiUnpack (patched)",
+           "MpiUnpack (debian)"]
+    md = ["### Packing: the testbed's packer against MPICH's pack engines (tb-bench-pack, GB/s)", "",
+          "| layout | " + " | ".join(ops) + " | Pack / MpiPack (patched) |", "|---|" + "---|" * (len(ops) + 1)]
+    memcpy = rate.get(("-", "Memcpy (patched)"))
+    if memcpy:
+        md.append(f"| memcpy | {memcpy:.2f} |" + " |" * len(ops))
+    shapes = sorted({s for s, o in rate if s != "-" and o.startswith("MpiPack")}, key=lambda s: [int(x.split(":")[1]) for x in s.split("/")])
+    for shape in shapes:
+        cells = [f"{rate[(shape, o)]:.2f}" if (shape, o) in rate else "-" for o in ops]
+        md.append(f"| {shape} | " + " | ".join(cells) + f" | {ratio(rate.get((shape, 'Pack (patched)')), rate.get((shape, 'MpiPack (patched)')))} |")
+    return md + [""]
+
+
 def report(rows, decisions=None):
     md = ["## The MPICH patch series (experiments/mpich_algorithms.sh)", "",
           "Time per MPI_Alltoallw call (us, MAX over ranks); series names: analysis/mpich_algorithms.py.", ""]
     if decisions:
         md += ["Selection derived from these points:", ""] + decision_lines(decisions) + [""]
-    return md + slab_table(rows) + size_tables(size_times(rows))
+    return md + slab_table(rows) + pack_table(rows) + size_tables(size_times(rows))
 
 
 def measured_ranks(rows):

@@ -104,6 +104,18 @@ class Selection(unittest.TestCase):
             ma.decide(ma.size_times(rows), 2)
 
 
+class Packing(unittest.TestCase):
+    def test_the_pack_table_puts_each_engine_beside_the_testbed_packer(self):
+        def bench(mpi, name, gbps):
+            return {"experiment": "mpich_pack", "tool": "tb-bench-pack", "mode": "intra", "mpi": mpi, "ranks": 1,
+                    "name": name, "bytes_per_second": gbps * 1e9}
+        rows = [bench("mpich-patched", "BM_Pack/block:64/gap:64", 6.0), bench("mpich-patched", "BM_MpiPack/block:64/gap:64", 4.0),
+                bench("mpich", "BM_MpiPack/block:64/gap:64", 2.0), bench("mpich-patched", "BM_Pack/block:256/gap:64", 9.0)]
+        text = "\n".join(ma.pack_table(rows))
+        self.assertIn("| block:64/gap:64 | 6.00 | 4.00 | 2.00 | - | - | - | 1.50 |", text)
+        self.assertNotIn("gap:64 | 9.00", text, "a layout MPI_Pack did not run is left out")
+
+
 class Report(unittest.TestCase):
     def test_the_report_gives_the_campaign_its_own_section_and_keeps_it_out_of_the_generic_tables(self):
         import pandas as pd

@@ -4,14 +4,16 @@
 # same algorithms (experiments/definitions/mpich_algorithms.json, intra and cliques modes); then
 # the selection JSON derived from those points (analysis/mpich_algorithms.py), the patched
 # MPICH's default selection with that JSON at the same points (mpich_selection.json), and the
-# 256^3 slab of the issue's goal (mpich_slab.json, intra). Prints the tables.
+# 256^3 slab of the issue's goal (mpich_slab.json, intra), and the testbed's packer against MPI_Pack
+# in both libraries (mpich_pack.json: Debian's yaksa engine, the patched build's dataloop engine).
+# Prints the tables.
 #
 #   experiments/mpich_algorithms.sh [-s STORE] [-j SELECTION_JSON] [-q] [-f]
 #     -s  the store (default results/mpich_algorithms/store.jsonl); points already in it are not
 #         run again: delete it (or -f) to measure anew
 #     -f  fresh: remove the store first
 #     -j  where the selection JSON goes (default mpich/tuning/alltoallw.json, the shipped one)
-#     -q  quick: 1 to 64 B per peer, short timing, no slab (the ctest mpich.selection.campaign)
+#     -q  quick: 1 to 64 B per peer, short timing, no slab and no packing (the ctest mpich.selection.campaign)
 # The slab's selection point reads the shipped mpich/tuning/alltoallw.json (its definition names it).
 # Needs build/mpich and build/mpich-patched (scripts/build.sh mpich mpich-patched builds what is
 # missing). 2 ranks: this machine has 2 cores.
@@ -49,6 +51,7 @@ selection_env=$(/usr/bin/python3 -c 'import json, os, sys; a = json.loads(sys.ar
 for mode in intra cliques; do run mpich_selection mpich-patched "$mode" --args "$selection_env"; done
 if [ $slab -eq 1 ]; then
   for mpi in mpich-patched mpich; do run mpich_slab "$mpi" intra; done
+  for mpi in mpich-patched mpich; do run mpich_pack "$mpi" intra; done
 fi
 /usr/bin/python3 analysis/mpich_algorithms.py "$store"
 [ $failed -eq 0 ] || { echo "$0: some points failed (above); the tables show what was measured" >&2; exit 1; }
