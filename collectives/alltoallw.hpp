@@ -7,8 +7,11 @@
 // owns the algorithm it runs.
 //
 // The base class does what every algorithm shares, once: run() validates the arguments as MPI
-// would, hands intercommunicators to the library's own MPI_Alltoallw (unless the algorithm
+// would, under TB_CHECKED=1 checks with every peer that what each sends matches what the other
+// expects, hands intercommunicators to the library's own MPI_Alltoallw (unless the algorithm
 // handles them), resets the path to the algorithm's name, then calls the algorithm's exchange().
+// Every error is a tb::MpiError carrying MPI's error class; the classes, and which ranks learn of
+// a mismatch, are in collectives/algorithm_support.hpp.
 #pragma once
 
 #include <mpi.h>
@@ -46,8 +49,13 @@ class AlltoallwAlgorithm {
   // The registry name ("native", "pairwise", ...).
   virtual std::string_view name() const = 0;
 
-  // Performs one Alltoallw. Collective over args.comm. Throws tb::MpiError (or
-  // std::invalid_argument for arguments MPI would reject) on failure.
+  // Performs one Alltoallw. Collective over args.comm. Throws tb::MpiError with MPI's class on
+  // failure (MPI_ERR_COMM, MPI_ERR_ARG, MPI_ERR_COUNT, MPI_ERR_TYPE for arguments MPI would
+  // reject; MPI_ERR_TRUNCATE or MPI_ERR_COUNT for mismatched sizes). A null communicator or a null
+  // argument array raises at once; a bad count or type raises after this rank has taken part with
+  // that block empty (so peers whose block with it is empty complete). Under TB_CHECKED=1 every
+  // rank raises, before any data moves, whenever any rank's arguments or any pair's sizes are
+  // wrong (intercommunicators included).
   void run(const AlltoallwArgs& args);
 
   // Which path the last run() took: the algorithm's name, refined by the algorithm (e.g.
@@ -70,9 +78,11 @@ class AlltoallwAlgorithm {
   std::string path_;
 };
 
-// Checks what MPI_Alltoallw would reject (null communicator, null argument arrays, negative
-// counts, MPI_DATATYPE_NULL with a non-zero count) and throws std::invalid_argument naming the
-// argument and the algorithm. Returns the communicator's size, rank and kind.
+// Checks what MPI_Alltoallw would reject (null communicator: MPI_ERR_COMM; null argument arrays:
+// MPI_ERR_ARG; negative counts: MPI_ERR_COUNT; MPI_DATATYPE_NULL with a non-zero count:
+// MPI_ERR_TYPE) and throws tb::MpiError with that class, naming the argument and the algorithm.
+// Local: no communication. Returns the communicator's size, rank and kind. (An uncommitted type
+// is not detected here: MPI has no call that tells; native's library checks it.)
 AlltoallwComm check_alltoallw_args(const AlltoallwArgs& args, std::string_view algorithm);
 
 }  // namespace tb

@@ -57,7 +57,9 @@ class CommCache {
     return MPI_SUCCESS;
   }
   static int on_finalize(MPI_Comm, int, void*, void*) {
-    if (key_ != MPI_KEYVAL_INVALID) PMPI_Comm_delete_attr(MPI_COMM_WORLD, key_);
+    // Only where there is one: Open MPI fails (fatally, under MPI_ERRORS_ARE_FATAL) to delete an
+    // attribute that was never set, e.g. a state cached on other communicators only.
+    if (key_ != MPI_KEYVAL_INVALID && find(MPI_COMM_WORLD) != nullptr) PMPI_Comm_delete_attr(MPI_COMM_WORLD, key_);
     finalizing_ = true;
     return MPI_SUCCESS;
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -109,6 +110,28 @@ void unpack(const std::byte* in, std::int64_t count, BlockSpan layout, void* buf
     copy(out + offset, in, length);
     in += length;
   });
+}
+
+void unpack_prefix(const std::byte* in, std::int64_t bytes, std::int64_t count, BlockSpan layout, void* buf) {
+  auto* out = static_cast<std::byte*>(buf);
+  std::int64_t left = std::min(bytes, count * layout.size);
+  const BlockCopy copy(left);
+  for_each_block(count, layout, [&](std::int64_t offset, std::int64_t length) {
+    const std::int64_t n = std::min(length, left);
+    if (n <= 0) return;
+    copy(out + offset, in, n);
+    in += n;
+    left -= n;
+  });
+}
+
+void copy_typed_prefix(const void* src, std::int64_t count_s, BlockSpan ls, void* dst, std::int64_t count_d,
+                       BlockSpan ld) {
+  const std::int64_t sent = count_s * ls.size, room = count_d * ld.size;
+  if (sent == room) return copy_typed(src, count_s, ls, dst, count_d, ld);
+  std::vector<std::byte> stream(static_cast<std::size_t>(sent));
+  pack(src, count_s, ls, stream.data());
+  unpack_prefix(stream.data(), std::min(sent, room), count_d, ld, dst);
 }
 
 void copy_typed(const void* src, std::int64_t count_s, BlockSpan ls, void* dst, std::int64_t count_d, BlockSpan ld) {

@@ -35,6 +35,9 @@ struct BlockSpan {
 // bytes = count * layout.size
 void pack(const void* buf, std::int64_t count, BlockSpan layout, std::byte* out);
 void unpack(const std::byte* in, std::int64_t count, BlockSpan layout, void* buf);
+// The first `bytes` bytes of such a stream (a short message: what arrived, nothing past it);
+// bytes <= count * layout.size.
+void unpack_prefix(const std::byte* in, std::int64_t bytes, std::int64_t count, BlockSpan layout, void* buf);
 
 // Calls f(source offset, destination offset, length) for the pieces in which `count_s`
 // instances of `ls` meet `count_d` instances of `ld` in type-map order (their data sizes must be
@@ -88,6 +91,10 @@ class MergedCopy {
 // Copies count_s instances of the source layout into count_d instances of the destination
 // layout; their data sizes must be equal (matching signatures).
 void copy_typed(const void* src, std::int64_t count_s, BlockSpan ls, void* dst, std::int64_t count_d, BlockSpan ld);
+// The same where the sizes may differ (a mismatched self block): copies the smaller of the two,
+// in type-map order, and nothing past either layout.
+void copy_typed_prefix(const void* src, std::int64_t count_s, BlockSpan ls, void* dst, std::int64_t count_d,
+                       BlockSpan ld);
 
 template <class F>
 void for_each_piece(std::int64_t count_s, BlockSpan ls, std::int64_t count_d, BlockSpan ld, F f) {

@@ -9,8 +9,10 @@
 // call. TB_ALLTOALLW_RECORD=path appends, for every call on an intracommunicator, one JSON line
 // with the call's per-peer pattern (bytes and contiguous blocks on both sides, from the datatype
 // flattening) that tb-model costs on modelled networks (fpga_transport/pattern.hpp).
-// Errors (an unknown algorithm name, bad arguments, MPI failures) are reported on stderr
-// and raised through the communicator's error handler with an MPI error class, as MPI would.
+// Errors (an unknown algorithm name, bad arguments, mismatched sizes, MPI failures) are reported
+// on stderr and raised through the communicator's error handler with an MPI error class, as MPI
+// would: the class each tb::MpiError carries (collectives/algorithm_support.hpp), MPI_ERR_ARG for
+// a setting or algorithm name that cannot be used. TB_CHECKED=1 works here as in the C++ API.
 // Internally only PMPI_* entry points are used, so the library never recurses into itself.
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
@@ -19,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -72,7 +75,7 @@ int fail(MPI_Comm comm, int error_class, const std::string& message) {
 
 // Contiguous runs of `count` instances of `type` (one run when the instances are dense).
 std::int64_t blocks_of(int count, MPI_Datatype type) {
-  if (count <= 0) return 0;
+  if (count <= 0 || type == MPI_DATATYPE_NULL) return 0;
   const auto layout = tb::type_layout(type);
   if (layout->size == 0) return 0;
   return layout->dense() ? 1 : static_cast<std::int64_t>(count) * static_cast<std::int64_t>(layout->blocks.size());
@@ -83,6 +86,7 @@ std::int64_t blocks_of(int count, MPI_Datatype type) {
 void record(State& s, const int sendcounts[], const MPI_Datatype sendtypes[], const int recvcounts[],
             const MPI_Datatype recvtypes[], MPI_Comm comm) {
   int inter = 0, size = 0, rank = 0;
+  if (comm == MPI_COMM_NULL || !sendcounts || !sendtypes || !recvcounts || !recvtypes) return;  // run() says why
   PMPI_Comm_test_inter(comm, &inter);
   if (inter) return;
   PMPI_Comm_size(comm, &size);
@@ -90,8 +94,8 @@ void record(State& s, const int sendcounts[], const MPI_Datatype sendtypes[], co
   std::vector<long long> mine(3 * static_cast<std::size_t>(size));
   for (int p = 0; p < size; ++p) {
     int type_size = 0;
-    PMPI_Type_size(sendtypes[p], &type_size);
-    mine[3 * p] = static_cast<long long>(sendcounts[p]) * type_size;
+    if (sendcounts[p] > 0 && sendtypes[p] != MPI_DATATYPE_NULL) PMPI_Type_size(sendtypes[p], &type_size);
+    mine[3 * p] = static_cast<long long>(std::max(sendcounts[p], 0)) * type_size;
     mine[3 * p + 1] = blocks_of(sendcounts[p], sendtypes[p]);
     mine[3 * p + 2] = blocks_of(recvcounts[p], recvtypes[p]);
   }
@@ -121,7 +125,10 @@ extern "C" int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const 
   if (!s.initialised) init(s);
   if (!s.algorithm) return fail(comm, MPI_ERR_ARG, s.error);
   try {
-    if (!s.record_path.empty()) record(s, sendcounts, sendtypes, recvcounts, recvtypes, comm);
+    if (!s.record_path.empty()) {
+      const bool in_place = sendbuf == MPI_IN_PLACE;  // then the receive side is what is sent
+      record(s, in_place ? recvcounts : sendcounts, in_place ? recvtypes : sendtypes, recvcounts, recvtypes, comm);
+    }
     s.algorithm->run({sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm});
   } catch (const tb::MpiError& e) {
     int error_class = MPI_ERR_OTHER;

@@ -21,6 +21,10 @@ const std::array kSettings{
     SettingInfo{"TB_ALLTOALLW_RECORD", "path", "(off)",
                 "append every intracommunicator call's per-peer pattern as a JSON line (tb-model input)",
                 "libtb_alltoallw"},
+    SettingInfo{"TB_CHECKED", "0 or 1", "0",
+                "1: before every Alltoallw the ranks exchange the bytes each sends and expects, and all raise on a "
+                "mismatch (one MPI_Alltoall and one MPI_Allreduce of a flag more per call)",
+                "every algorithm, libtb_alltoallw"},
     SettingInfo{"TB_RANKS_PER_NODE", "positive integer", "(unset)",
                 "virtual nodes of this many consecutive ranks within each shared-memory node", "node layout"},
     SettingInfo{"TB_NUM_NODES", "positive integer", "(unset)",
@@ -135,6 +139,7 @@ Settings read_environment() {
   s.algorithm_plugins = path_list("TB_ALGORITHM_PLUGINS");
   s.alltoallw_verbose = integer_setting<int>("TB_ALLTOALLW_VERBOSE", 0, 0, 2, "0, 1 or 2");
   s.alltoallw_record = text_setting("TB_ALLTOALLW_RECORD");
+  s.checked = choice_setting("TB_CHECKED", false, {{"0", false}, {"1", true}}, "0 or 1");
   s.ranks_per_node = integer_setting<int>("TB_RANKS_PER_NODE", 0, 1, 1 << 20, "a positive integer");
   s.num_nodes = integer_setting<int>("TB_NUM_NODES", 0, 1, 1 << 20, "a positive integer");
   s.node_order = choice_setting("TB_NODE_ORDER", NodeOrder::block,
@@ -193,7 +198,7 @@ void check_settings() {
   const Settings& s = settings();
   for (const std::string* error :
        {&s.alltoallw.error(), &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(),
-        &s.ranks_per_node.error(), &s.num_nodes.error(), &s.node_order.error(), &s.node_leaders.error(),
+        &s.checked.error(),         &s.ranks_per_node.error(), &s.num_nodes.error(), &s.node_order.error(), &s.node_leaders.error(),
         &s.node_leader_copy.error(), &s.streaming_stores.error(), &s.ucx_pack_below.error(),
         &s.ucx_timeout_s.error(), &s.conformance_seed.error(), &s.conformance_cases.error(),
         &s.conformance_shared_send.error(), &s.fft_test_seed.error()})

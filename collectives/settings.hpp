@@ -66,6 +66,7 @@ struct Settings {
   Setting<std::vector<std::string>> algorithm_plugins;  // TB_ALGORITHM_PLUGINS
   Setting<int> alltoallw_verbose;                       // TB_ALLTOALLW_VERBOSE
   Setting<std::string> alltoallw_record;                // TB_ALLTOALLW_RECORD ("" = off)
+  Setting<bool> checked;                                // TB_CHECKED
   Setting<int> ranks_per_node;                          // TB_RANKS_PER_NODE (0 = unset)
   Setting<int> num_nodes;                               // TB_NUM_NODES (0 = unset)
   Setting<NodeOrder> node_order;                        // TB_NODE_ORDER

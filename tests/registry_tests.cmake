@@ -23,4 +23,20 @@ foreach(line IN LISTS lines)
     set_tests_properties(pmpi.${algorithm}.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;pmpi"
                          ENVIRONMENT "${TB_MPI_TEST_ENV}")
   endforeach()
+  # Misuse without and with TB_CHECKED (tests/alltoallw_misuse.c): the expected class where the
+  # algorithm can know, no hang, no write past the receive layout, and a correct call after each.
+  foreach(mode unchecked checked)
+    set(suffix "")
+    set(flag 0)
+    if(mode STREQUAL "checked")
+      set(suffix ".checked")
+      set(flag 1)
+    endif()
+    foreach(n 1 3)
+      add_test(pmpi.misuse.${algorithm}${suffix}.np${n} ${TB_EXPECT_OUTPUT} "alltoallw_misuse: OK"
+               ${TB_MPIEXEC} ${TB_MPIEXEC_NUMPROC_FLAG} ${n} ${TB_MPIEXEC_FLAGS} ${TB_ALLTOALLW_MISUSE})
+      set_tests_properties(pmpi.misuse.${algorithm}${suffix}.np${n} PROPERTIES TIMEOUT 60 LABELS "mpi;pmpi"
+                           ENVIRONMENT "${TB_MPI_TEST_ENV};LD_PRELOAD=${TB_PMPI_LIBRARY};TB_ALLTOALLW=${algorithm};TB_CHECKED=${flag}")
+    endforeach()
+  endforeach()
 endforeach()

@@ -283,13 +283,17 @@ NodeState* find_state(MPI_Comm comm) { return CommCache<NodeState>::find(comm); 
 
 NodeState& node_state(MPI_Comm comm) { return CommCache<NodeState>::get(comm, create_state); }
 
-void note(std::string& error, const std::string& text) {
-  if (error.empty()) error = text;
+void note(CallError& error, int error_class, const std::string& text) { error.note(error_class, text); }
+
+int class_of(int code) {
+  int error_class = MPI_ERR_OTHER;
+  PMPI_Error_class(code, &error_class);
+  return error_class;
 }
 
-std::string size_mismatch(int sender, std::int64_t sent, int receiver, std::int64_t expected) {
-  return "node_leader: rank " + std::to_string(sender) + " sends " + std::to_string(sent) + " bytes to rank " +
-         std::to_string(receiver) + ", which expects " + std::to_string(expected) + " (type signatures differ)";
+// A sender-receiver mismatch, with its class (algorithm_support.hpp).
+void note_mismatch(CallError& error, int sender, std::int64_t sent, int receiver, std::int64_t expected) {
+  error.note(mismatch_class(sent, expected), mismatch_text("node_leader", sender, sent, receiver, expected));
 }
 
 // The span [lo, hi) of bytes that `count` instances of a layout touch, relative to the origin.
@@ -392,8 +396,8 @@ struct NodeLeaderAlltoallw::Call {
   bool self_copy = false;       // this rank copies its own block (not in place, sizes match)
   bool self_by_source = false;  // ... in the stream over its send array (the more fragmented)
   int messages = 0, pushed = 0, pulled = 0, staged = 0;  // for the path
-  std::string error;
-  std::string leader_error;  // the first failure of this rank's leader messages
+  CallError error;         // the first problem, the same on every rank of the node where all can see it
+  CallError leader_error;  // the first failure of this rank's leader messages
 };
 
 NodeLeaderAlltoallw::Call::Call(NodeLeaderAlltoallw& algorithm, const AlltoallwArgs& args, NodeLeaderCopy copy)
@@ -573,16 +577,18 @@ void NodeLeaderAlltoallw::Call::lay_out_staging() {
 // sender publishes against what this rank expects, and its own block (data from other nodes is
 // checked against the message's header).
 void NodeLeaderAlltoallw::Call::check_sizes() {
-  for (int local = 0; local < ranks_on_node; ++local) {
-    const int sender = node_ranks[local];
-    if (sender != me && field(local, SEND_BYTES, me) != field(local_rank, RECV_BYTES, sender))
-      note(error, size_mismatch(sender, field(local, SEND_BYTES, me), me, field(local_rank, RECV_BYTES, sender)));
-  }
+  // Every on-node pair, self blocks included, in the same order on every rank of the node: all of
+  // them note the same first problem and raise it together.
+  for (int receiver_local = 0; receiver_local < ranks_on_node; ++receiver_local)
+    for (int sender_local = 0; sender_local < ranks_on_node; ++sender_local) {
+      if (in_place && sender_local == receiver_local) continue;
+      const int sender = node_ranks[sender_local], receiver = node_ranks[receiver_local];
+      const std::int64_t sent = field(sender_local, SEND_BYTES, receiver);
+      const std::int64_t expected = field(receiver_local, RECV_BYTES, sender);
+      if (sent != expected) note_mismatch(error, sender, sent, receiver, expected);
+    }
   const std::int64_t sent = field(local_rank, SEND_BYTES, me), expected = field(local_rank, RECV_BYTES, me);
   const bool self_ok = in_place || sent == expected;
-  if (!self_ok)
-    note(error, "node_leader: rank " + std::to_string(me) + " sends itself " + std::to_string(sent) +
-                    " bytes but receives " + std::to_string(expected));
   // The self block joins the stream over the more fragmented of its two layouts.
   self_copy = !in_place && self_ok && sent > 0;
   self_by_source = field(local_rank, SEND_RUNS, me) > field(local_rank, RECV_RUNS, me);
@@ -655,7 +661,9 @@ void NodeLeaderAlltoallw::Call::post(bool outgoing, int peer, std::byte* buffer,
         outgoing ? PMPI_Isend(buffer + done, piece, MPI_BYTE, peer, tags::node_leader, state.message_comm, &request)
                 : PMPI_Irecv(buffer + done, piece, MPI_BYTE, peer, tags::node_leader, state.message_comm, &request);
     if (rc != MPI_SUCCESS) {
-      note(leader_error, std::string(outgoing ? "MPI_Isend" : "MPI_Irecv") + " failed: " + mpi_error_string(rc));
+      note(leader_error, class_of(rc),
+           std::string(outgoing ? "node_leader: MPI_Isend" : "node_leader: MPI_Irecv") + " failed: " +
+               mpi_error_string(rc));
       continue;
     }
     requests.push_back(request);
@@ -759,17 +767,17 @@ void NodeLeaderAlltoallw::Call::finish_leader_messages() {
     for (std::size_t i = 0; i < requests.size(); ++i) {
       const int err = rc == MPI_ERR_IN_STATUS ? statuses[i].MPI_ERROR : rc;
       if (err != MPI_SUCCESS && err != MPI_ERR_PENDING) {
-        note(leader_error, "node_leader: leader message failed: " + mpi_error_string(err));
+        note(leader_error, class_of(err), "node_leader: leader message failed: " + mpi_error_string(err));
         continue;
       }
       int got = 0;
       if (expected_bytes[i] >= 0 && PMPI_Get_count(&statuses[i], MPI_BYTE, &got) == MPI_SUCCESS &&
           got != expected_bytes[i])
-        note(leader_error, "node_leader: a node sent " + std::to_string(got) + " bytes where " +
+        note(leader_error, mismatch_class(got, expected_bytes[i]), "node_leader: a node sent " + std::to_string(got) + " bytes where " +
                                std::to_string(expected_bytes[i]) + " were expected (type signatures differ)");
     }
   }
-  state.leader_failed(local_rank, parity) = leader_error.empty() ? 0 : 1;
+  state.leader_failed(local_rank, parity) = leader_error.error_class;  // MPI_SUCCESS (0) or the class
   if (nodes > 1) state.barrier();  // B3
 }
 
@@ -787,9 +795,12 @@ void NodeLeaderAlltoallw::Call::unpack_from_other_nodes() {
 // local ranks before me, its size checked against the header.
 void NodeLeaderAlltoallw::Call::unpack_from(int from_node) {
   const int leader = state.pair_leader(node, from_node);  // my node's receiver for from_node
-  if (state.leader_failed(state.local_rank_of[leader], parity) != 0) {
-    note(error, leader_error.empty() ? "node_leader: the message from node " + std::to_string(from_node) + " failed"
-                                     : leader_error);
+  const std::int64_t failed = state.leader_failed(state.local_rank_of[leader], parity);
+  if (failed != MPI_SUCCESS) {
+    note(error, static_cast<int>(failed),
+         leader_error.empty() ? "node_leader: the message from node " + std::to_string(from_node) +
+                                    " to leader rank " + std::to_string(leader) + " failed (its error names the cause)"
+                              : leader_error.text);
     return;
   }
   const auto& senders = state.members[from_node];
@@ -798,11 +809,15 @@ void NodeLeaderAlltoallw::Call::unpack_from(int from_node) {
   for (std::size_t i = 0; i < senders.size(); ++i) {
     const int sender = senders[i];
     for (int local = 0; local < local_rank; ++local) cursor += align_up(field(local, RECV_BYTES, sender));
+    // Every rank of the node checks the whole header, so that all raise the same problem.
+    for (int local = 0; local < ranks_on_node; ++local) {
+      const std::int64_t for_local = header[i * static_cast<std::size_t>(ranks_on_node) + local];
+      if (for_local != field(local, RECV_BYTES, sender))
+        note_mismatch(error, sender, for_local, node_ranks[local], field(local, RECV_BYTES, sender));
+    }
     const std::int64_t bytes = field(local_rank, RECV_BYTES, sender);
     const std::int64_t sent = header[i * static_cast<std::size_t>(ranks_on_node) + local_rank];
-    if (sent != bytes) {
-      note(error, size_mismatch(sender, sent, me, bytes));
-    } else if (bytes > 0) {
+    if (sent == bytes && bytes > 0) {
       const ByteBlock stream{0, bytes};
       by_dest.add(state.staging + cursor, 1, contiguous_span(stream), at(args.recvbuf, args.rdispls[sender]),
                   args.recvcounts[sender], *recv_layouts[sender]);
@@ -841,7 +856,7 @@ void NodeLeaderAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwCom
   call.finish_leader_messages();
   call.unpack_from_other_nodes();
   set_path(call.path());
-  if (!call.error.empty()) throw std::invalid_argument(call.error);
+  if (!call.error.empty()) call.error.raise();
 }
 
 }  // namespace tb

@@ -4,6 +4,7 @@
 #include "collectives/registry.hpp"
 
 #include <climits>
+#include <cstring>
 #include <stdexcept>
 
 namespace tb {
@@ -16,7 +17,13 @@ const AlltoallwRegistration registration({
     .cost_schedule = "pack_alltoallv",
     .not_modelled = "",
 });
-// Lays out per-peer byte counts back to back; the self block (index self) gets no space.
+// Every non-empty block travels behind a header: the sender's byte count, so that the receiver
+// unpacks what arrived and nothing past it (a shorter message leaves the rest of its receive
+// block as it was, and staging bytes of an earlier call never reach the user's array).
+constexpr std::int64_t kHeader = sizeof(std::int64_t);
+
+// Lays out per-peer byte counts, each non-empty one behind its header, back to back; the self
+// block (index self) gets no space.
 void layout_counts(const std::vector<std::int64_t>& bytes, int self, std::vector<int>& counts, std::vector<int>& displs,
                    std::int64_t& total) {
   const auto n = bytes.size();
@@ -24,10 +31,10 @@ void layout_counts(const std::vector<std::int64_t>& bytes, int self, std::vector
   displs.assign(n, 0);
   total = 0;
   for (std::size_t p = 0; p < n; ++p) {
-    const std::int64_t b = static_cast<int>(p) == self ? 0 : bytes[p];
-    if (b > INT_MAX || total > INT_MAX)
-      throw std::invalid_argument("pack_alltoallv: " + std::to_string(b) + " bytes for peer " + std::to_string(p) +
-                                  " at offset " + std::to_string(total) +
+    const std::int64_t b = static_cast<int>(p) == self || bytes[p] == 0 ? 0 : bytes[p] + kHeader;
+    if (b > INT_MAX || total + b > INT_MAX)
+      throw std::invalid_argument("pack_alltoallv: " + std::to_string(bytes[p]) + " bytes for peer " +
+                                  std::to_string(p) + " at offset " + std::to_string(total) +
                                   " exceed MPI_Alltoallv's int counts; use another algorithm");
     counts[p] = static_cast<int>(b);
     displs[p] = static_cast<int>(total);
@@ -54,16 +61,19 @@ void PackAlltoallv::measure(const SendSide& send, const AlltoallwArgs& a, int si
   }
 }
 
-// Per-call tables and buffers live in the object: once warm, a call allocates nothing.
+// Per-call tables and buffers live in the object: once warm, a call allocates nothing. A
+// mismatch does not end the call early: the exchange runs, what arrived is delivered, and the
+// first problem is thrown at the end (classes: algorithm_support.hpp).
 void PackAlltoallv::exchange(const AlltoallwArgs& a, const AlltoallwComm& c) {
   const bool in_place = a.sendbuf == MPI_IN_PLACE;
   if (in_place) set_path("pack_alltoallv (in place)");
   const SendSide send = send_side(a);
   const int size = c.size, me = c.rank;
   measure(send, a, size);
+  CallError error;
   if (sbytes_[me] != rbytes_[me])
-    throw std::invalid_argument("pack_alltoallv: the self block sends " + std::to_string(sbytes_[me]) +
-                                " bytes but receives " + std::to_string(rbytes_[me]));
+    error.note(mismatch_class(sbytes_[me], rbytes_[me]),
+               mismatch_text("pack_alltoallv", me, sbytes_[me], me, rbytes_[me]) + " [the self block]");
   std::int64_t stotal = 0, rtotal = 0;
   layout_counts(sbytes_, me, scounts_, sdispls_, stotal);
   layout_counts(rbytes_, me, rcounts_, rdispls_, rtotal);
@@ -71,16 +81,50 @@ void PackAlltoallv::exchange(const AlltoallwArgs& a, const AlltoallwComm& c) {
   if (recv_.size() < static_cast<std::size_t>(rtotal)) recv_.resize(static_cast<std::size_t>(rtotal));
 
   for (int p = 0; p < size; ++p)
-    if (p != me && sbytes_[p] > 0) pack(at(send.buf, send.displs[p]), send.counts[p], *slayout_[p], send_.data() + sdispls_[p]);
-  if (!in_place && sbytes_[me] > 0)
-    copy_typed(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
-               a.recvcounts[me], *rlayout_[me]);
-  if (size > 1)
-    TB_MPI_CHECK(PMPI_Alltoallv(send_.data(), scounts_.data(), sdispls_.data(), MPI_BYTE, recv_.data(), rcounts_.data(),
-                                rdispls_.data(), MPI_BYTE, a.comm));
+    if (p != me && sbytes_[p] > 0) {
+      std::memcpy(send_.data() + sdispls_[p], &sbytes_[p], kHeader);
+      pack(at(send.buf, send.displs[p]), send.counts[p], *slayout_[p], send_.data() + sdispls_[p] + kHeader);
+    }
+  // No header arrives from a peer whose message never came: -1 says so.
+  constexpr std::int64_t none = -1;
   for (int p = 0; p < size; ++p)
-    if (p != me && rbytes_[p] > 0)
-      unpack(recv_.data() + rdispls_[p], a.recvcounts[p], *rlayout_[p], at(a.recvbuf, a.rdispls[p]));
+    if (p != me && rbytes_[p] > 0) std::memcpy(recv_.data() + rdispls_[p], &none, kHeader);
+  if (!in_place && sbytes_[me] > 0 && rbytes_[me] > 0)
+    copy_typed_prefix(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *slayout_[me], at(a.recvbuf, a.rdispls[me]),
+                      a.recvcounts[me], *rlayout_[me]);
+  int code = MPI_SUCCESS;
+  if (size > 1)
+    code = PMPI_Alltoallv(send_.data(), scounts_.data(), sdispls_.data(), MPI_BYTE, recv_.data(), rcounts_.data(),
+                          rdispls_.data(), MPI_BYTE, a.comm);
+  for (int p = 0; p < size; ++p) {
+    if (p == me || rbytes_[p] == 0) continue;
+    std::int64_t sent = 0;
+    std::memcpy(&sent, recv_.data() + rdispls_[p], kHeader);
+    if (sent < 0) {  // nothing arrived: the exchange failed there
+      if (code != MPI_SUCCESS) {
+        int error_class = MPI_ERR_OTHER;
+        PMPI_Error_class(code, &error_class);
+        error.note(error_class, error_class == MPI_ERR_TRUNCATE
+                                    ? "pack_alltoallv: rank " + std::to_string(p) + " sends more than the " +
+                                          std::to_string(rbytes_[p]) + " bytes rank " + std::to_string(me) +
+                                          " expects (truncated by MPI_Alltoallv, nothing of it delivered): " +
+                                          mpi_error_string(code)
+                                    : "pack_alltoallv: MPI_Alltoallv failed, nothing arrived from rank " +
+                                          std::to_string(p) + ": " + mpi_error_string(code));
+      }
+      continue;
+    }
+    if (sent != rbytes_[p]) error.note(mismatch_class(sent, rbytes_[p]), mismatch_text("pack_alltoallv", p, sent, me, rbytes_[p]));
+    if (sent > rbytes_[p]) continue;  // truncated: the block is left as it was
+    if (sent == rbytes_[p]) {
+      unpack(recv_.data() + rdispls_[p] + kHeader, a.recvcounts[p], *rlayout_[p], at(a.recvbuf, a.rdispls[p]));
+    } else {
+      unpack_prefix(recv_.data() + rdispls_[p] + kHeader, sent, a.recvcounts[p], *rlayout_[p],
+                    at(a.recvbuf, a.rdispls[p]));
+    }
+  }
+  if (code != MPI_SUCCESS && error.empty()) check_mpi(code, "PMPI_Alltoallv");
+  if (!error.empty()) error.raise();
 }
 
 }  // namespace tb

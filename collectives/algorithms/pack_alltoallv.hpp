@@ -7,6 +7,10 @@
 // Buffers grow to the largest call seen and are reused: no allocation once warm.
 // Wins where the library's Alltoallv is better tuned than its Alltoallw (vendor shared-memory
 // Alltoall(v) paths), and where MPI's own datatype engine is slow on the user's types.
+// Each non-empty block travels behind an 8-byte header with the sender's byte count: the
+// receiver unpacks what arrived, never staging bytes past a shorter message, and names a
+// mismatch with both figures (a longer message is truncated by MPI_Alltoallv itself). A block one
+// side thinks empty and the other not is MPI_Alltoallv's to handle (as with native).
 // Each peer's block must fit MPI's int counts; larger calls are rejected with a clear error.
 //
 // MPI_IN_PLACE is supported (pack from the receive buffer, exchange, unpack into it).

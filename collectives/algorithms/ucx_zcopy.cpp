@@ -114,17 +114,29 @@ struct UcxState {
     if (status != UCS_OK) throw std::runtime_error(ucx_error(what, status));
   }
 
-  // Completes an MPI_Ibarrier over the peers with the deadline, progressing the worker meanwhile
-  // so that a transport emulating RMA in software still serves the other ranks' gets.
-  void barrier() {
+  // The completion barrier, which also says whether any rank found a problem: an MPI_Iallreduce
+  // (MPI_MAX) of a flag completes, like a barrier, only when every rank has joined. It is
+  // completed with the deadline, progressing the worker meanwhile so that a transport emulating
+  // RMA in software still serves the other ranks' gets. Only when a rank found one do the
+  // records travel (agree_on_problem, after every get is done), so that every rank learns the
+  // worst. The flags live in the state: a timed-out reduction may still write.
+  ProblemRecord agree(const ProblemRecord& mine) {
+    flag_in = mine.severity;
     MPI_Request request = MPI_REQUEST_NULL;
-    TB_MPI_CHECK(PMPI_Ibarrier(peers, &request));
+    TB_MPI_CHECK(PMPI_Iallreduce(&flag_in, &flag_out, 1, MPI_INT64_T, MPI_MAX, peers, &request));
+    wait_for(request, "the completion barrier");
+    if (flag_out == 0) return {};
+    return agree_on_problem(mine, peers);
+  }
+  std::int64_t flag_in = 0, flag_out = 0;
+
+  void wait_for(MPI_Request& request, const char* what) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     for (int done = 0; !done;) {
       ucp_worker_progress(worker);
       TB_MPI_CHECK(PMPI_Test(&request, &done, MPI_STATUS_IGNORE));
       if (!done && std::chrono::steady_clock::now() > deadline)
-        throw timeout_error("the completion barrier did not finish", timeout);
+        throw timeout_error(std::string(what) + " did not finish", timeout);
     }
   }
 
@@ -395,12 +407,26 @@ struct UcxZcopyAlltoallw::Call {
   bool self_copied = false;  // the self block went with the packing pass
   int packed_peers = 0, direct_peers = 0, staged_peers = 0;
   std::int64_t gets = 0;
-  std::string error{};  // the first failure, thrown once the barrier has released every reader
+  CallError error{};       // the first failure, thrown once the barrier has released every reader
+  ProblemRecord problem{};  // the same as a record, which the barrier spreads to every rank
 
   int size() const { return state.size; }
   int rank() const { return state.rank; }
-  void fail(const std::string& what) {
-    if (error.empty()) error = what;
+  void fail(int error_class, const std::string& what) {
+    if (!error.empty()) return;
+    error.note(error_class, what);
+    problem = error_record(rank(), error_class);
+  }
+  void fail_mismatch(int sender, std::int64_t sent, int receiver, std::int64_t expected) {
+    if (!error.empty()) return;
+    error.note(mismatch_class(sent, expected), mismatch_text("ucx_zcopy", sender, sent, receiver, expected));
+    problem = mismatch_record(rank(), sender, sent, receiver, expected);
+  }
+  void fail(const std::exception& e) {
+    const auto* mpi = dynamic_cast<const MpiError*>(&e);
+    int error_class = MPI_ERR_OTHER;
+    if (mpi != nullptr) PMPI_Error_class(mpi->code(), &error_class);
+    fail(error_class, e.what());
   }
 };
 
@@ -430,7 +456,7 @@ void UcxZcopyAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm&
            std::to_string(call.packed_peers) + " peers packed by the sender; " + std::to_string(call.direct_peers) +
            " peers direct, " + std::to_string(call.staged_peers) + " by staged get; " + std::to_string(call.gets) +
            " gets)");
-  if (!call.error.empty()) throw std::runtime_error(call.error);
+  if (!call.error.empty()) call.error.raise();
 }
 
 // The receive side: layouts, bytes per peer, and the span of the receive array.
@@ -603,7 +629,7 @@ void UcxZcopyAlltoallw::read_from_peers(Call& call) {
     match(call);
     issue_gets(call);
   } catch (const std::exception& e) {
-    call.fail(e.what());
+    call.fail(e);
   }
 }
 
@@ -623,9 +649,7 @@ void UcxZcopyAlltoallw::match(Call& call) {
     }
     const std::int64_t sent = header.count * header.size;
     if (sent != recv_bytes_[peer]) {
-      call.fail("ucx_zcopy: rank " + std::to_string(peer) + " sends " + std::to_string(sent) + " bytes to rank " +
-                std::to_string(call.rank()) + ", which expects " + std::to_string(recv_bytes_[peer]) +
-                " (type signatures differ)");
+      call.fail_mismatch(peer, sent, call.rank(), recv_bytes_[peer]);
       continue;
     }
     if (sent == 0) continue;
@@ -687,8 +711,7 @@ void UcxZcopyAlltoallw::copy_self_block(Call& call) {
   const int self = call.rank();
   const AlltoallwArgs& args = call.args;
   if (send_bytes_[self] != recv_bytes_[self]) {
-    call.fail("ucx_zcopy: the self block sends " + std::to_string(send_bytes_[self]) + " bytes but receives " +
-              std::to_string(recv_bytes_[self]));
+    call.fail_mismatch(self, send_bytes_[self], self, recv_bytes_[self]);
   } else if (!call.self_copied) {
     copy_typed(at(call.send.buf, call.send.displs[self]), call.send.counts[self], *send_layouts_[self],
                at(args.recvbuf, args.rdispls[self]), args.recvcounts[self], *recv_layouts_[self]);
@@ -702,10 +725,13 @@ void UcxZcopyAlltoallw::complete(Call& call) {
     try {
       call.state.wait(request, "ucp_get_nbx");
     } catch (const std::exception& e) {
-      call.fail(e.what());
+      call.fail(e);
     }
   }
-  call.state.barrier();
+  // Every rank learns the worst problem of the call (a mismatch is seen by its receiver alone),
+  // and all raise it: the receiver with its own words, the others naming both sides' figures.
+  const ProblemRecord all = call.state.agree(call.problem);
+  if (all.severity != 0 && call.error.empty()) call.error.note(static_cast<int>(all.error_class), problem_text("ucx_zcopy", all));
   if (!call.error.empty()) return;
   const AlltoallwArgs& args = call.args;
   for (const IncomingPeer& in : incoming_)
