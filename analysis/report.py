@@ -31,12 +31,38 @@ import mpich_algorithms  # noqa: E402
 
 
 def load(store):
+    """The store's rows as a frame. Like experiments/run.py, it never stops on a damaged store:
+    a line that is not a JSON object (one cut short by a killed runner) is reported on stderr as
+    FILE:LINE and skipped, and so are the rows of a point the store holds only partly (rows
+    carrying "rows_in_point" and "point_run", fewer of that point_run than rows_in_point; rows
+    of older stores, without rows_in_point, are all kept). ValueError when nothing is left."""
     rows = []
-    with open(store) as f:
-        for line in f:
+    with open(store, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
             line = line.strip()
-            if line:
-                rows.append(json.loads(line))
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+                why = "not a JSON object"
+            except ValueError as e:
+                row, why = None, f"not JSON ({e.msg}; cut short?)"
+            if not isinstance(row, dict):
+                print(f"{store}:{number}: skipped, {why}: {line[:80]}", file=sys.stderr)
+                continue
+            rows.append(row)
+    counts, expected = {}, {}
+    for r in rows:
+        if isinstance(r.get("rows_in_point"), int):
+            run = (str(r.get("key")), str(r.get("point_run")))
+            counts[run] = counts.get(run, 0) + 1
+            expected[run] = r["rows_in_point"]
+    partial = {run for run, n in counts.items() if n < expected[run]}
+    if partial:
+        print(f"{store}: skipped the rows of {len(partial)} point(s) stored only partly (keys "
+              f"{', '.join(sorted(str(k) for k, _ in partial))}); experiments/run.py runs them again", file=sys.stderr)
+        rows = [r for r in rows if not isinstance(r.get("rows_in_point"), int)
+                or (str(r.get("key")), str(r.get("point_run"))) not in partial]
     if not rows:
         raise ValueError(f"{store} holds no results")
     return pd.DataFrame(rows)

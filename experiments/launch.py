@@ -21,6 +21,7 @@ output goes to this process's stdout and stderr; the exit status is the tool's (
 netns mode expects the emulated hosts to exist (experiments/netns.sh up K RATE; run.py does that).
 """
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -28,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -175,18 +177,35 @@ def complete_json(path):
         return False
 
 
-def stop(proc):
-    """Ends the launcher and everything it started (its own session)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+STOP_GRACE = 3.0  # seconds a stopped job gets between SIGTERM and SIGKILL
+
+
+def stop(proc, grace=None):
+    """Ends the launcher and everything it started (its own process group): SIGTERM to the group
+    (mpiexec passes it on to its ranks), SIGKILL to whatever of the group is left after `grace`
+    seconds (default STOP_GRACE) or once the launcher has exited."""
+    grace = STOP_GRACE if grace is None else grace
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        if sig == signal.SIGTERM:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
     proc.wait()
 
 
 def run_command(cmd, env, watch=None, timeout=None, finalize_grace=20.0, stdout=None, stderr=None):
-    """Runs `cmd` with the caller's environment plus `env`, in its own session so that a stop ends
-    every process it started. Returns (exit status, finalize_hang); raises TimeoutExpired.
+    """Runs `cmd` with the caller's environment plus `env`, in its own session (and so its own
+    process group) so that a stop ends every process it started. Returns (exit status,
+    finalize_hang); raises TimeoutExpired.
+
+    A KeyboardInterrupt (Ctrl-C, or SIGTERM where the caller turns it into one, as run.py does)
+    or any other exception while the job runs stops the whole group (SIGTERM, SIGKILL after
+    STOP_GRACE seconds) before it propagates: no job outlives its runner.
 
     MPICH 4.0.2 with UCX over tcp can hang in MPI_Finalize after a run that used node_leader's
     inter-node path (README, "Known problems"). The tools write their results before
@@ -206,11 +225,33 @@ def run_command(cmd, env, watch=None, timeout=None, finalize_grace=20.0, stdout=
             if written_at is not None and time.time() - written_at > finalize_grace:
                 stop(proc)
                 return proc.returncode, True
-    except BaseException:  # Ctrl-C or a signal: the job is in its own session, end it too
-        if proc.poll() is None:
-            stop(proc)
+    except BaseException:  # Ctrl-C or a signal: the job is in its own process group, end it too
+        stop(proc)
         raise
     return proc.returncode, False
+
+
+@contextlib.contextmanager
+def sigterm_interrupts():
+    """While in this block, SIGTERM raises KeyboardInterrupt like Ctrl-C does (once: a second
+    SIGTERM while that unwinds is ignored), so `with` blocks, `finally` clauses and
+    run_command's stop of its job run on a kill too. Yields a list that names the signals
+    received. Outside the main thread (where Python cannot handle signals) it does nothing."""
+    received = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum, frame):
+        received.append(signum)
+        if len(received) == 1:
+            raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv=None):
@@ -274,13 +315,16 @@ def main(argv=None):
     if watch and os.path.exists(watch):
         os.remove(watch)  # an old file would look like this run's complete results
     sys.stdout.flush()
+    received = []
     try:
-        status, hang = run_command(cmd, job_env, watch, options.timeout, options.finalize_grace)
+        with sigterm_interrupts() as received:
+            status, hang = run_command(cmd, job_env, watch, options.timeout, options.finalize_grace)
     except subprocess.TimeoutExpired:
         print(f"launch.py: {' '.join(cmd)}: stopped after {options.timeout:.0f} s", file=sys.stderr)
         return 124
     except KeyboardInterrupt:
-        return 130
+        print(f"launch.py: interrupted, {os.path.basename(program)} stopped", file=sys.stderr)
+        return 128 + (received[0] if received else signal.SIGINT)
     if hang:
         print(f"launch.py: {os.path.basename(program)}: results complete, the job hung in MPI_Finalize and was "
               f"stopped after {options.finalize_grace:.0f} s", file=sys.stderr)

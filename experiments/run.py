@@ -29,6 +29,24 @@ Results: Google Benchmark's JSON (--benchmark_out), a CSV table (--csv) or
 to the store with the point, command, environment and metadata.
 --args '{"-m": "1:64"}' overrides or adds options in every point (a different point key).
 
+The store (JSON lines, one result row a line) and what counts as done:
+  Every row carries its point's "key", "rows_in_point" (how many rows that point produced) and
+  "point_run" (an id of the one append that wrote them). A point is done when the store holds
+  all rows_in_point rows of one point_run of its key; a point with only some of its rows (the
+  runner was killed while appending) is not done and runs again (its stray rows stay in the
+  store; analysis/report.py's load() leaves them out). Rows of older stores, without
+  rows_in_point, count as before: one row of a key makes its point done. A point that produced
+  no rows writes nothing and so is never done.
+  A point's rows are appended with one write() of their whole text, then flush and fsync, with
+  SIGINT/SIGTERM held back meanwhile; a kill -9 or a crash can still cut that write, leaving one
+  cut line at the end. A line that is not a JSON object (such a cut line, or a hand edit) is
+  reported on stderr as FILE:LINE and skipped, by every run and --list, and the next append
+  starts on a new line after it (the cut line stays; delete it by hand if you like).
+
+Interrupts: Ctrl-C (SIGINT) and SIGTERM stop the point's job (its own process group: SIGTERM,
+SIGKILL after a few seconds), remove the point's temporary directory, store nothing of that
+point and exit with 128+signal and a message naming the point; a rerun continues from there.
+
 Modes (what "mpiexec" means):
     intra    all ranks on this host, shared memory.
     cliques  MPICH: MPIR_CVAR_NUM_CLIQUES=<cliques> (default: one clique per rank) with
@@ -48,10 +66,12 @@ import itertools
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import launch  # noqa: E402
@@ -134,15 +154,75 @@ def point_key(definition, point, mode, mpi):
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def done_keys(store):
-    keys = set()
-    if os.path.exists(store):
-        with open(store) as f:
-            for line in f:
-                line = line.strip()
-                if line:
-                    keys.add(json.loads(line).get("key"))
-    return keys
+def read_store(store, quiet=False):
+    """The rows of a store, in order. A line that is not a JSON object (a line cut short by a
+    kill, or a bad hand edit) is reported as FILE:LINE on stderr (unless quiet) and skipped."""
+    rows = []
+    if not os.path.exists(store):
+        return rows
+    with open(store, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                row = json.loads(text)
+                why = "not a JSON object"
+            except ValueError as e:
+                row, why = None, f"not JSON ({e.msg}; cut short?)"
+            if not isinstance(row, dict):
+                if not quiet:
+                    print(f"{store}:{number}: skipped, {why}: {text[:80]}", file=sys.stderr)
+                continue
+            rows.append(row)
+    return rows
+
+
+def store_state(store, quiet=False):
+    """(done, partial): the keys of the points the store holds completely, and of those it holds
+    only some rows of (and no complete copy). See "The store" above."""
+    done, counts = set(), {}
+    for row in read_store(store, quiet):
+        key, want = row.get("key"), row.get("rows_in_point")
+        if not isinstance(key, str):  # not a row run.py wrote
+            continue
+        if not isinstance(want, int):  # a row of an older store: one row means done
+            done.add(key)
+            continue
+        run_id = (key, str(row.get("point_run")))
+        counts[run_id] = counts.get(run_id, 0) + 1
+        if counts[run_id] == want:
+            done.add(key)
+    partial = {key for key, _ in counts} - done
+    return done, partial
+
+
+def done_keys(store, quiet=False):
+    """The keys of the points the store holds completely."""
+    return store_state(store, quiet)[0]
+
+
+def append_rows(store, rows):
+    """Appends `rows` (dicts) to the store: one write() of their whole text, then fsync, with
+    SIGINT and SIGTERM held back until it is on disk. A store whose last line was cut short
+    gets a newline first, so the cut line stays one bad line and these rows stay whole."""
+    text = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    held = {signal.SIGINT, signal.SIGTERM}
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        fd = os.open(store, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                text = b"\n" + text
+            view = memoryview(text)
+            while view:  # one write() for a regular file; the loop only guards a short write
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # a held signal is raised here
 
 
 def tool_args(point):
@@ -320,14 +400,16 @@ def main(argv=None):
         return 0
     if options.mode == "cluster" and not options.hostfile:
         parser.error("cluster mode needs --hostfile (or --slurm to write a batch script)")
-    done = done_keys(options.store)
+    done, partial = store_state(options.store)
     planned = [(p, point_key(definition, p, options.mode, options.mpi)) for p in points]
     skipped = sum(1 for _, k in planned if k in done)
-    print(f"run.py: {definition['name']}: {len(points)} points, {skipped} already in {options.store}, "
-          f"mode {options.mode}, {options.mpi}")
+    cut = sum(1 for _, k in planned if k in partial)
+    print(f"run.py: {definition['name']}: {len(points)} points, {skipped} already in {options.store}"
+          f"{f', {cut} only partly there (run again)' if cut else ''}, mode {options.mode}, {options.mpi}")
     if options.list:
         for p, k in planned:
-            print(f"  [{'done' if k in done else 'to run'}] {k} {json.dumps(p, sort_keys=True)}")
+            state = "done" if k in done else "partial, to run" if k in partial else "to run"
+            print(f"  [{state}] {k} {json.dumps(p, sort_keys=True)}")
         return 0
     to_run = any(k not in done for _, k in planned)
     if to_run:
@@ -342,35 +424,58 @@ def main(argv=None):
         if os.geteuid() != 0:
             print("run.py: netns mode creates network namespaces and needs root; run it as root", file=sys.stderr)
             return 2
-        subprocess.run([netns, "up", str(options.hosts), options.rate], check=True)
-    try:
-        return run_points(definition, planned, done, options)
-    finally:
-        if options.mode == "netns" and to_run:
-            subprocess.run([netns, "down"], check=False)
-
-
-def run_points(definition, planned, done, options):
-    failures = 0
-    for i, (p, k) in enumerate(planned, 1):
-        if k in done:
-            continue
-        label = " ".join(f"{key}={value}" for key, value in p.items())
-        print(f"  [{i}/{len(planned)}] {label} ...", end="", flush=True)
+    # SIGTERM unwinds like Ctrl-C: run_command stops the job's process group, the point's
+    # temporary directory goes, netns comes down (the finally below).
+    with launch.sigterm_interrupts() as received:
         try:
-            rows, seconds, cmd, env = run_point(definition, p, options.mode, options.mpi, options)
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError, OSError) as e:
-            failures += 1
-            print(f" FAILED\n{e}", file=sys.stderr)
-            continue
-        with open(options.store, "a") as f:
-            for r in rows:
-                f.write(json.dumps({"key": k, "experiment": definition["name"], "tool": definition["tool"],
-                                    "mode": options.mode, "mpi": options.mpi, "ranks": p["ranks"],
-                                    "point": p, "command": " ".join(cmd), "environment": env,
-                                    **({"netns_rate": options.rate, "netns_hosts": options.hosts}
-                                       if options.mode == "netns" else {}), **r, "key": k}) + "\n")
-        print(f" {len(rows)} rows, {seconds:.1f} s")
+            if options.mode == "netns" and to_run:
+                subprocess.run([netns, "up", str(options.hosts), options.rate], check=True)
+            return run_points(definition, planned, done, options, received)
+        finally:
+            if options.mode == "netns" and to_run:
+                subprocess.run([netns, "down"], check=False)
+
+
+def run_points(definition, planned, done, options, received=()):
+    failures = 0
+    current = None
+    try:
+        for i, (p, k) in enumerate(planned, 1):
+            if k in done:
+                continue
+            label = " ".join(f"{key}={value}" for key, value in p.items())
+            current = (i, label, k)
+            print(f"  [{i}/{len(planned)}] {label} ...", end="", flush=True)
+            try:
+                rows, seconds, cmd, env = run_point(definition, p, options.mode, options.mpi, options)
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError, OSError) as e:
+                failures += 1
+                print(f" FAILED\n{e}", file=sys.stderr)
+                continue
+            run_id = uuid.uuid4().hex[:16]
+            if rows:
+                    append_rows(options.store, [
+                    {"key": k, "experiment": definition["name"], "tool": definition["tool"],
+                     "mode": options.mode, "mpi": options.mpi, "ranks": p["ranks"],
+                     "point": p, "command": " ".join(cmd), "environment": env,
+                     **({"netns_rate": options.rate, "netns_hosts": options.hosts}
+                        if options.mode == "netns" else {}), **r,
+                     "key": k, "rows_in_point": len(rows), "point_run": run_id} for r in rows])
+            print(f" {len(rows)} rows, {seconds:.1f} s")
+            current = None
+    except KeyboardInterrupt:
+        signum = received[0] if received else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(" INTERRUPTED", flush=True)
+        if current is None:
+            print(f"run.py: interrupted ({name}) between points; store {options.store}", file=sys.stderr)
+        else:
+            i, label, k = current
+            stored = k in done_keys(options.store, quiet=True)
+            print(f"run.py: interrupted ({name}) during point [{i}/{len(planned)}] {label} (key {k}); "
+                  + ("its rows were stored" if stored else "its job was stopped and nothing of it stored")
+                  + f"; run again to continue ({options.store})", file=sys.stderr)
+        return 128 + signum
     print(f"run.py: done, {failures} failed point(s); store {options.store}")
     return 1 if failures else 0
 

@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """Tests of the experiment runner: matrix expansion, point keys, tool arguments, launchers per
-mode, skipping finished points, every shipped definition, and tools named only by a definition
-(tb-beff, tb-model, a declared tool, an unknown one) run through fake binaries."""
+mode, skipping finished points, every shipped definition, tools named only by a definition
+(tb-beff, tb-model, a declared tool, an unknown one) run through fake binaries, and faults: a
+store with a cut last line or a partial point, and a runner killed with SIGTERM mid-point."""
 import glob
 import io
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from contextlib import redirect_stdout
 from unittest import mock
@@ -369,6 +372,205 @@ class FinalizeHang(unittest.TestCase):
     def test_timeout(self):
         with self.assertRaises(subprocess.TimeoutExpired):
             run.launch.run_command(["sleep", "30"], {}, timeout=0.3)
+
+
+def group_alive(pgid):
+    """Whether a process of group `pgid` is still running (zombies waiting for a reaper do not count)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def wait_until(predicate, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+class StoreFaults(unittest.TestCase):
+    """A store damaged by a killed runner: a cut last line, a point with only some of its rows."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.store = os.path.join(self.tmp, "store.jsonl")
+        self.definition = os.path.join(self.tmp, "d.json")
+        with open(self.definition, "w") as f:
+            json.dump({"name": "t", "tool": "tb-bench", "ranks": [1, 2, 3]}, f)
+        fake_tool(self.tmp, "tb-bench", "exit 0")  # run.py checks that the binary exists
+        self.calls = []
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.tmp)
+
+    def run_main(self, *argv):
+        """run.main with a fake run_point that gives two rows per point."""
+        def fake(defn, point, mode, mpi, options):
+            self.calls.append(point["ranks"])
+            return [{"time_s": 1.0, "row": 0}, {"time_s": 2.0, "row": 1}], 0.0, ["x"], {}
+
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch.object(run, "run_point", fake), redirect_stdout(out), mock.patch.object(sys, "stderr", err):
+            status = run.main([self.definition, "--store", self.store, "--bin", self.tmp] + list(argv))
+        return status, out.getvalue(), err.getvalue()
+
+    def lines(self):
+        with open(self.store) as f:
+            return f.readlines()
+
+    def test_rows_carry_their_point_size_and_append(self):
+        self.assertEqual(self.run_main()[0], 0)
+        rows = [json.loads(line) for line in self.lines()]
+        self.assertEqual(len(rows), 6)
+        self.assertEqual({r["rows_in_point"] for r in rows}, {2})
+        self.assertEqual(rows[0]["point_run"], rows[1]["point_run"])
+        self.assertNotEqual(rows[1]["point_run"], rows[2]["point_run"])
+        self.assertEqual(len(run.done_keys(self.store)), 3)
+
+    def test_a_cut_last_line_is_reported_skipped_and_its_point_rerun(self):
+        self.run_main()
+        with open(self.store, "rb+") as f:  # a runner killed while writing: the last line cut short
+            f.truncate(os.path.getsize(self.store) - 25)
+        status, out, err = self.run_main("--list")
+        self.assertEqual(status, 0)
+        self.assertIn(f"{self.store}:6: skipped, not JSON", err)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(out.count("[done]"), 2)
+        self.assertEqual(out.count("[partial, to run]"), 1)
+        self.calls.clear()
+        status, out, err = self.run_main()
+        self.assertEqual(status, 0, err)
+        self.assertEqual(self.calls, [3])
+        self.assertIn(f"{self.store}:6: skipped", err)
+        # the new rows start on a line of their own: the cut line stays the one bad line
+        lines = self.lines()
+        self.assertEqual(len(lines), 8)
+        self.assertEqual([json.loads(line)["ranks"] for line in lines[6:]], [3, 3])
+        self.assertEqual(len(run.done_keys(self.store, quiet=True)), 3)
+        self.calls.clear()
+        self.assertEqual(self.run_main()[0], 0)
+        self.assertEqual(self.calls, [])
+
+    def test_a_partial_point_is_rerun(self):
+        self.run_main()
+        lines = self.lines()
+        with open(self.store, "w") as f:  # point 2 lost its second row
+            f.writelines(lines[:3] + lines[4:])
+        self.assertEqual(len(run.done_keys(self.store)), 2)
+        self.calls.clear()
+        status, out, err = self.run_main()
+        self.assertEqual(status, 0, err)
+        self.assertIn("1 only partly there", out)
+        self.assertEqual(self.calls, [2])
+        self.assertEqual(len(run.done_keys(self.store)), 3)
+
+    def test_rows_of_an_older_store_count_as_before(self):
+        self.run_main()
+        old = []
+        for line in self.lines()[:3]:  # points 1 and 2 (one row of it) without the new fields
+            row = json.loads(line)
+            del row["rows_in_point"], row["point_run"]
+            old.append(json.dumps(row) + "\n")
+        with open(self.store, "w") as f:
+            f.writelines(old)
+        self.calls.clear()
+        self.assertEqual(self.run_main()[0], 0)
+        self.assertEqual(self.calls, [3])
+
+    def test_the_report_skips_cut_lines_and_partial_points(self):
+        try:
+            sys.path.insert(0, os.path.join(os.path.dirname(HERE), "analysis"))
+            import report
+        except ImportError as e:  # pandas and matplotlib: Debian's /usr/bin/python3
+            self.skipTest(f"analysis/report.py needs {e.name}")
+        finally:
+            sys.path.pop(0)
+        self.run_main()
+        with open(self.store, "rb+") as f:
+            f.truncate(os.path.getsize(self.store) - 25)
+        with open(self.store, "a") as f:
+            f.write("\n[1, 2]\n")
+        err = io.StringIO()
+        with mock.patch.object(sys, "stderr", err):
+            df = report.load(self.store)
+        self.assertEqual(sorted(df["ranks"]), [1, 1, 2, 2])  # point 3 has one of its two rows: left out
+        self.assertIn(f"{self.store}:6: skipped, not JSON", err.getvalue())
+        self.assertIn(f"{self.store}:7: skipped, not a JSON object", err.getvalue())
+        self.assertIn("1 point(s) stored only partly", err.getvalue())
+
+
+class Interrupt(unittest.TestCase):
+    """SIGTERM to a running runner: its job's process group and temporary directory go, nothing
+    partial counts as done, and a rerun finishes."""
+
+    def test_sigterm_stops_the_job_and_a_rerun_completes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tool = fake_tool(tmp, "slow-tool", """
+if [ "$SLOW" = 1 ] && [ ! -e "$TB_TEST_NOSLEEP" ]; then echo $$ > "$TB_TEST_PIDFILE"; sleep 30 & wait; fi
+echo '{"metadata": {}, "results": [{"a": 1}, {"a": 2}, {"a": 3}]}' > "$out" """)
+            definition = os.path.join(tmp, "d.json")
+            with open(definition, "w") as f:
+                json.dump({"name": "fault", "tool": tool, "output": "--json", "mpi": False,
+                           "points": [{"env:SLOW": 0}, {"env:SLOW": 1}]}, f)
+            store = os.path.join(tmp, "store.jsonl")
+            tmpdir = os.path.join(tmp, "tmpdir")
+            os.mkdir(tmpdir)
+            pidfile, nosleep = os.path.join(tmp, "pid"), os.path.join(tmp, "nosleep")
+            env = {**os.environ, "TMPDIR": tmpdir, "TB_TEST_PIDFILE": pidfile, "TB_TEST_NOSLEEP": nosleep}
+            argv = [sys.executable, os.path.join(HERE, "run.py"), definition, "--store", store]
+            proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                self.assertTrue(wait_until(lambda: os.path.exists(pidfile) and os.path.getsize(pidfile) > 0, 5),
+                                "the slow point did not start")
+                with open(pidfile) as f:
+                    pgid = int(f.read())  # the tool leads its own process group
+                self.assertTrue(group_alive(pgid))
+                proc.send_signal(signal.SIGTERM)
+                out, err = proc.communicate(timeout=8)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+            self.assertIn("interrupted (SIGTERM) during point [2/2] env:SLOW=1", err)
+            self.assertNotIn("Traceback", err)
+            self.assertTrue(wait_until(lambda: not group_alive(pgid), 3), "the job's process group is still running")
+            self.assertEqual(os.listdir(tmpdir), [])
+            points = run.expand(run.load_definition(definition))
+            keys = [run.point_key(run.load_definition(definition), p, "intra", "mpich") for p in points]
+            done, partial = run.store_state(store)
+            self.assertEqual((done, partial), ({keys[0]}, set()))
+            # the rerun runs only the interrupted point
+            open(nosleep, "w").close()
+            rerun = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=10)
+            self.assertEqual(rerun.returncode, 0, rerun.stderr)
+            self.assertIn("1 already in", rerun.stdout)
+            self.assertEqual(run.done_keys(store), set(keys))
+            self.assertEqual(os.listdir(tmpdir), [])
+
+    def test_a_job_that_ignores_sigterm_is_killed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            pidfile = os.path.join(tmp, "pid")
+            cmd = ["sh", "-c", f"trap '' TERM; echo $$ > {pidfile}; sleep 30 & wait"]
+            with mock.patch.object(run.launch, "STOP_GRACE", 0.5):
+                started = time.time()
+                with self.assertRaises(subprocess.TimeoutExpired):
+                    run.launch.run_command(cmd, {}, timeout=0.5)
+            self.assertLess(time.time() - started, 5)
+            with open(pidfile) as f:
+                pgid = int(f.read())
+            self.assertTrue(wait_until(lambda: not group_alive(pgid), 3))
 
 
 class LaunchCommandLine(unittest.TestCase):
