@@ -426,14 +426,20 @@ def main(argv=None):
             return 2
     # SIGTERM unwinds like Ctrl-C: run_command stops the job's process group, the point's
     # temporary directory goes, netns comes down (the finally below).
-    with launch.sigterm_interrupts() as received:
-        try:
-            if options.mode == "netns" and to_run:
-                subprocess.run([netns, "up", str(options.hosts), options.rate], check=True)
-            return run_points(definition, planned, done, options, received)
-        finally:
-            if options.mode == "netns" and to_run:
-                subprocess.run([netns, "down"], check=False)
+    received = []
+    try:
+        with launch.sigterm_interrupts() as received:
+            try:
+                if options.mode == "netns" and to_run:
+                    subprocess.run([netns, "up", str(options.hosts), options.rate], check=True)
+                return run_points(definition, planned, done, options, received)
+            finally:
+                if options.mode == "netns" and to_run:
+                    subprocess.run([netns, "down"], check=False)
+    except KeyboardInterrupt:  # outside a point (run_points reports its own)
+        signum = received[0] if received else signal.SIGINT
+        print(f"run.py: interrupted ({signal.Signals(signum).name}); store {options.store}", file=sys.stderr)
+        return 128 + signum
 
 
 def run_points(definition, planned, done, options, received=()):

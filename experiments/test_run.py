@@ -559,6 +559,21 @@ echo '{"metadata": {}, "results": [{"a": 1}, {"a": 2}, {"a": 3}]}' > "$out" """)
             self.assertEqual(run.done_keys(store), set(keys))
             self.assertEqual(os.listdir(tmpdir), [])
 
+    def test_a_signal_during_the_append_waits_until_the_rows_are_on_disk(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "store.jsonl")
+            real_write = os.write
+
+            def write_after_a_kill(fd, data):
+                os.kill(os.getpid(), signal.SIGTERM)  # held back until the append is done
+                return real_write(fd, data)
+
+            rows = [{"key": "k", "rows_in_point": 3, "point_run": "r", "i": i, "pad": "x" * 100000} for i in range(3)]
+            with run.launch.sigterm_interrupts(), mock.patch.object(run.os, "write", write_after_a_kill):
+                with self.assertRaises(KeyboardInterrupt):
+                    run.append_rows(store, rows)
+            self.assertEqual(run.done_keys(store), {"k"})
+
     def test_a_job_that_ignores_sigterm_is_killed(self):
         with tempfile.TemporaryDirectory() as tmp:
             pidfile = os.path.join(tmp, "pid")
