@@ -17,7 +17,8 @@ taken as MPI programs unless --no-mpi. --out FILE asks the tool for its results 
 --json FILE, or Google Benchmark's --benchmark_out=FILE --benchmark_out_format=json) and, for MPI
 tools, stops a job that has written complete results but does not exit within --finalize-grace
 seconds (MPICH 4.0.2 over UCX tcp, README "Known problems"); that counts as success. The tool's
-output goes to this process's stdout and stderr; the exit status is the tool's (124: timeout).
+output goes to this process's stdout and stderr; the exit status is the tool's (124: timeout;
+130/143: Ctrl-C/SIGTERM, which stop the job's whole process group: SIGTERM, SIGKILL after STOP_GRACE s).
 netns mode expects the emulated hosts to exist (experiments/netns.sh up K RATE; run.py does that).
 """
 import argparse
