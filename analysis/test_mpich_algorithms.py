@@ -104,6 +104,21 @@ class Selection(unittest.TestCase):
             ma.decide(ma.size_times(rows), 2)
 
 
+class Slab(unittest.TestCase):
+    def test_the_slab_table_gives_the_goal_ratios_and_leaves_out_reference_rows(self):
+        def red(mpi, method, seconds, **env):
+            return {"experiment": "mpich_slab", "tool": "tb-redistribute", "mode": "intra", "mpi": mpi, "ranks": 2,
+                    "point": {f"env:{k}": v for k, v in env.items()}, "global_shape": "256x256x256",
+                    "method": method, "fastest_s": seconds, "median_s": seconds, "fastest_over_floor": seconds / 0.01}
+        rows = [red("mpich", "alltoallw:native", 0.06), red("mpich", "memcpy_floor", 0.01),
+                red("mpich-patched", "alltoallw:node_leader (on-node: staged)", 0.010),
+                red("mpich-patched", "alltoallw:native", 0.011, MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE="t.json")]
+        self.assertEqual(ma.series(rows[2]), "pmpi:node_leader")
+        text = "\n".join(ma.slab_table(rows))
+        self.assertIn("| intra | 256x256x256 | mpich:json | 11.00 | 11.00 | 1.10 | 5.45 | 1.10 |", text)
+        self.assertNotIn("memcpy_floor", text)
+
+
 class Packing(unittest.TestCase):
     def test_the_pack_table_puts_each_engine_beside_the_testbed_packer(self):
         def bench(mpi, name, gbps):
