@@ -8,8 +8,12 @@ library only.
 A store (*.jsonl, written by experiments/run.py) gives one table per point (its tb-bench rows).
 """
 import json
+import os
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from store import read_rows  # noqa: E402
 
 
 def title_of(ctx):
@@ -38,13 +42,9 @@ def load(path):
 def load_store(path):
     """[(heading, title, env, times, paths)], one per point of the store that ran tb-bench."""
     points = {}  # key -> rows, in the store's order
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                row = json.loads(line)
-                if row.get("tool") == "tb-bench":
-                    points.setdefault(row["key"], []).append(row)
+    for row in read_rows(path):
+        if row.get("tool") == "tb-bench":
+            points.setdefault(row["key"], []).append(row)
     tables = []
     for key, rows in points.items():
         ctx = rows[0].get("metadata", {})

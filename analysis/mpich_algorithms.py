@@ -34,6 +34,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from store import read_rows  # noqa: E402
+
 # MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM value -> the csel container's JSON name.
 CSEL_NAMES = {
     "scattered": "MPIR_Alltoallw_intra_scattered",
@@ -51,17 +54,7 @@ EXPERIMENTS = ("mpich_algorithms", "mpich_selection", "mpich_slab", "mpich_pack"
 
 
 def load(store):
-    rows = []
-    with open(store) as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                print(f"mpich_algorithms.py: {store}:{number}: not a JSON line (cut short?); skipped", file=sys.stderr)
-    rows = [r for r in rows if r.get("experiment") in EXPERIMENTS]
+    rows = [r for r in read_rows(store) if r.get("experiment") in EXPERIMENTS]
     if not rows:
         raise ValueError(f"{store} holds no results of {', '.join(EXPERIMENTS)} (experiments/mpich_algorithms.sh)")
     return rows

@@ -15,7 +15,6 @@ Plots (one file per group that has data):
 Every number in a plot is in a table of report.md.
 """
 import argparse
-import json
 import math
 import os
 import sys
@@ -28,41 +27,13 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpich_algorithms  # noqa: E402
+from store import read_rows as store_rows  # noqa: E402
 
 
 def load(store):
-    """The store's rows as a frame. Like experiments/run.py, it never stops on a damaged store:
-    a line that is not a JSON object (one cut short by a killed runner) is reported on stderr as
-    FILE:LINE and skipped, and so are the rows of a point the store holds only partly (rows
-    carrying "rows_in_point" and "point_run", fewer of that point_run than rows_in_point; rows
-    of older stores, without rows_in_point, are all kept). ValueError when nothing is left."""
-    rows = []
-    with open(store, encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-                why = "not a JSON object"
-            except ValueError as e:
-                row, why = None, f"not JSON ({e.msg}; cut short?)"
-            if not isinstance(row, dict):
-                print(f"{store}:{number}: skipped, {why}: {line[:80]}", file=sys.stderr)
-                continue
-            rows.append(row)
-    counts, expected = {}, {}
-    for r in rows:
-        if isinstance(r.get("rows_in_point"), int):
-            run = (str(r.get("key")), str(r.get("point_run")))
-            counts[run] = counts.get(run, 0) + 1
-            expected[run] = r["rows_in_point"]
-    partial = {run for run, n in counts.items() if n < expected[run]}
-    if partial:
-        print(f"{store}: skipped the rows of {len(partial)} point(s) stored only partly (keys "
-              f"{', '.join(sorted(str(k) for k, _ in partial))}); experiments/run.py runs them again", file=sys.stderr)
-        rows = [r for r in rows if not isinstance(r.get("rows_in_point"), int)
-                or (str(r.get("key")), str(r.get("point_run"))) not in partial]
+    """The store's complete rows as a frame (analysis/store.py: damaged lines and partly stored
+    points are reported and skipped). ValueError when nothing is left."""
+    rows = store_rows(store)
     if not rows:
         raise ValueError(f"{store} holds no results")
     return pd.DataFrame(rows)
@@ -100,6 +71,8 @@ def mode_ratios(s):
 
 def line_plot(frame, x, y, series, title, ylabel, path, logy=True):
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    if frame[series].nunique() > 10:  # the default cycle repeats its 10 colours
+        ax.set_prop_cycle(color=plt.cm.tab20.colors)
     for name, g in frame.sort_values(x).groupby(series):
         ax.plot(g[x], g[y], marker="o", markersize=3, label=str(name))
     ax.set_xscale("log", base=2)
@@ -132,6 +105,19 @@ def records(frame):
             for r in frame.to_dict("records")]
 
 
+def patch_series_plots(rows, out, md, images):
+    """One time-per-call plot per mode and layout of the MPICH campaign, a line per series."""
+    for (mode, layout), by_size in sorted(mpich_algorithms.size_times(rows).items()):
+        frame = pd.DataFrame([{"bytes_per_peer": size, "series": name, "time_us": t * 1e6}
+                              for size, times in by_size.items() for name, t in times.items()])
+        name = f"mpich_{mode}_{layout}.png"
+        line_plot(frame, "bytes_per_peer", "time_us", "series", f"MPICH patch series: {layout}, {mode}",
+                  "time per call (us)", os.path.join(out, name))
+        images.append(os.path.join(out, name))
+        md += [f"![{layout}, {mode}]({name})", ""]
+    return md, images
+
+
 def report(df, out):
     os.makedirs(out, exist_ok=True)
     md = ["# Testbed report", "",
@@ -143,7 +129,9 @@ def report(df, out):
     # its own section names each variant; the generic sections would merge them.
     patch_series = df["experiment"].isin(mpich_algorithms.EXPERIMENTS)
     if patch_series.any():
-        md += mpich_algorithms.report(records(df[patch_series]))
+        rows = records(df[patch_series])
+        md += mpich_algorithms.report(rows)
+        md, images = patch_series_plots(rows, out, md, images)
         df = df[~patch_series]
 
     s = sizes_frame(df)

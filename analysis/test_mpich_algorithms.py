@@ -160,7 +160,7 @@ class CommandLine(unittest.TestCase):
             with redirect_stdout(stdout), redirect_stderr(stderr):
                 status = ma.main([store, "--selection-json", out, "--generic", generic])
             self.assertEqual(status, 0, stderr.getvalue())
-            self.assertIn("not a JSON line", stderr.getvalue())
+            self.assertIn("s.jsonl:73: skipped, not JSON", stderr.getvalue())
             with open(out) as f:
                 self.assertIn("comm_size<=2", json.load(f)["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"])
             text = stdout.getvalue()
