@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test job: installs what is missing, builds MPI variants, runs ctest on each (MPI tests at
-# 1-4 ranks) and prints each summary. Exits non-zero if anything fails.
+# 1-4 ranks; MPICH's own alltoallw tests in mpich-patched at 1-8) and prints each summary. Exits
+# non-zero if anything fails.
 #   scripts/test.sh                  all three variants (what CI runs): Debian's MPICH and Open MPI,
 #                                    and mpich-patched, MPICH 4.0.2 built from source with
 #                                    mpich/patches (mpich/build.sh; cached outside the clone, keyed by
