@@ -8,24 +8,32 @@ import json
 import sys
 
 
-def read_rows(store):
-    """The complete rows of `store`, in the file's order (OSError if it cannot be read)."""
+def read_objects(store, quiet=False):
+    """Every line of `store` that is a JSON object, in order; any other line (one cut short by a
+    kill, or a bad hand edit) is reported as FILE:LINE on stderr (unless quiet) and skipped.
+    OSError if the file cannot be read. experiments/run.py reads its store with this too."""
     rows = []
     with open(store, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
+            text = line.strip()
+            if not text:
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(text)
                 why = "not a JSON object"
             except ValueError as e:
                 row, why = None, f"not JSON ({e.msg}; cut short?)"
             if not isinstance(row, dict):
-                print(f"{store}:{number}: skipped, {why}: {line[:80]}", file=sys.stderr)
+                if not quiet:
+                    print(f"{store}:{number}: skipped, {why}: {text[:80]}", file=sys.stderr)
                 continue
             rows.append(row)
-    return without_partial_points(store, rows)
+    return rows
+
+
+def read_rows(store):
+    """The complete rows of `store`, in the file's order (OSError if it cannot be read)."""
+    return without_partial_points(store, read_objects(store))
 
 
 def without_partial_points(store, rows):

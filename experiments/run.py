@@ -77,6 +77,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import launch  # noqa: E402
 from launch import MODES, ROOT, launcher  # noqa: E402,F401  (launcher: the one mpiexec logic)
 
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+from store import read_objects  # noqa: E402  (the one reader of a store's lines)
+
 ENV_PREFIX = "env:"
 
 
@@ -155,27 +158,9 @@ def point_key(definition, point, mode, mpi):
 
 
 def read_store(store, quiet=False):
-    """The rows of a store, in order. A line that is not a JSON object (a line cut short by a
-    kill, or a bad hand edit) is reported as FILE:LINE on stderr (unless quiet) and skipped."""
-    rows = []
-    if not os.path.exists(store):
-        return rows
-    with open(store, encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                row = json.loads(text)
-                why = "not a JSON object"
-            except ValueError as e:
-                row, why = None, f"not JSON ({e.msg}; cut short?)"
-            if not isinstance(row, dict):
-                if not quiet:
-                    print(f"{store}:{number}: skipped, {why}: {text[:80]}", file=sys.stderr)
-                continue
-            rows.append(row)
-    return rows
+    """The rows of a store, in order (analysis/store.py's reader: a line that is not a JSON
+    object is reported as FILE:LINE on stderr, unless quiet, and skipped); none if it does not exist."""
+    return read_objects(store, quiet) if os.path.exists(store) else []
 
 
 def store_state(store, quiet=False):
