@@ -1,9 +1,10 @@
 // The frame every MPI tool of the testbed runs in (tb-redistribute, tb-fft, tb-fftw-mpi, tb-beff,
 // tb-ptrans), so that they treat bad input and failures alike:
 //   1. MPI_Init; MPI errors return codes on MPI_COMM_WORLD and MPI_COMM_SELF (the tools check them).
-//   2. `app` parses on every rank. Help and parse errors are printed by rank 0; every rank exits
-//      with CLI11's code. The frame adds --list-settings (the TB_* table, exit 0) and, when the
-//      tool gives `algorithm_list`, --list-algorithms (its text, exit 0); rank 0 prints them.
+//   2. `app` parses on every rank. Help and parse errors ("<tool>: error: ...") are printed by
+//      rank 0; every rank exits with CLI11's code. The frame adds --list-settings (the TB_* table,
+//      exit 0) and, when the tool gives `algorithm_list`, --list-algorithms (its text, exit 0);
+//      rank 0 prints them.
 //   3. The settings are checked (tb::check_settings), then `validate` (may be empty) checks the
 //      options, on every rank before any collective: an exception there (or in --list-algorithms)
 //      is "<tool>: error: ..." from rank 0 and exit code 2 on every rank.
@@ -48,6 +49,10 @@ inline int mpi_tool_main(int argc, char** argv, const char* tool, CLI::App& app,
   bool list_settings = false, list_algorithms = false;
   if (algorithm_list) app.add_flag("--list-algorithms", list_algorithms, "print the registered Alltoallw algorithms and exit");
   app.add_flag("--list-settings", list_settings, kListSettingsHelp);
+  // CLI11's parse errors in the tools' own format: "<tool>: error: <option>: <problem>".
+  app.failure_message([tool](const CLI::App*, const CLI::Error& e) {
+    return std::string(tool) + ": error: " + e.what() + "\n";
+  });
 
   MPI_Init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
