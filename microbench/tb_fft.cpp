@@ -11,6 +11,7 @@
 #include "collectives/registry.hpp"
 #include "fft/parallel_fft.hpp"
 #include "fft/plane_waves.hpp"
+#include "microbench/checks.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
@@ -25,6 +26,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <utility>
 
 namespace {
@@ -45,22 +47,38 @@ struct Options {
   std::string csv, json;
 };
 
+// A --wisdom file that exists must be FFTW wisdom of this precision: FFTW would otherwise ignore
+// it and the run overwrite it. A missing file is fine (written after the run). Rank 0 reads it
+// and every rank gets its verdict.
+void check_wisdom(const Options& opt, tb::FftPrecision precision) {
+  tb::check_writable(MPI_COMM_WORLD, "--wisdom", opt.wisdom);
+  int rank = 0, bad = 0;
+  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  if (rank == 0 && std::filesystem::exists(opt.wisdom)) bad = tb::import_fft_wisdom(precision, opt.wisdom) ? 0 : 1;
+  TB_MPI_CHECK(MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  if (bad)
+    throw std::invalid_argument("--wisdom " + opt.wisdom + ": FFTW cannot read it as " + opt.precision +
+                                "-precision wisdom (not a wisdom file, or another precision's); remove it or name "
+                                "another file");
+}
+
 void validate(const Options& opt) {
-  if (opt.shape.size() < 2) throw std::invalid_argument("--shape needs at least 2 axes");
-  for (auto n : opt.shape)
-    if (n < 1) throw std::invalid_argument("--shape: every axis needs length 1 or more");
-  if (opt.grid.empty() || opt.grid.size() > opt.shape.size() - 1)
-    throw std::invalid_argument("--grid: a " + std::to_string(opt.shape.size()) + "-d array takes a grid of 1 to " +
-                                std::to_string(opt.shape.size() - 1) + " dimensions, got " +
-                                std::to_string(opt.grid.size()));
-  tb::parse_fft_kind(opt.kind);
-  tb::parse_fft_precision(opt.precision);
-  tb::parse_fft_planner(opt.planner);
-  tb::parse_fft_normalization(opt.normalization);
-  for (const auto& s : opt.serial) tb::parse_serial_layout(s);
-  tb::expand_redistribution_methods(opt.methods);
+  tb::check_shape("--shape", opt.shape, 2);
+  int ranks = 1;
+  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
+  tb::check_grid("--grid", opt.grid, opt.shape.size(), ranks);
+  tb::for_option("--kind", [&] { return tb::parse_fft_kind(opt.kind); });
+  const auto precision = tb::for_option("--precision", [&] { return tb::parse_fft_precision(opt.precision); });
+  tb::for_option("--planner", [&] { return tb::parse_fft_planner(opt.planner); });
+  tb::for_option("--normalization", [&] { return tb::parse_fft_normalization(opt.normalization); });
+  for (const auto& s : opt.serial) tb::for_option("--serial", [&] { return tb::parse_serial_layout(s); });
+  tb::for_option("--method", [&] { return tb::expand_redistribution_methods(opt.methods); });
+  // in, out (complex: up to twice the real input) and back, and the plans' own work arrays
+  const std::int64_t element = precision == tb::FftPrecision::f64 ? 16 : 8;
+  tb::check_array_fits("--shape", opt.shape, element, ranks, 4);
   tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
   tb::check_writable(MPI_COMM_WORLD, "--csv", opt.csv);
+  if (!opt.wisdom.empty()) check_wisdom(opt, precision);
 }
 
 // An array the FFT reads or writes, aligned as FFTW allocates.
@@ -326,32 +344,28 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"Plan, verify and time a parallel multidimensional FFT (serial FFTW stages + redistributions)"};
-  app.add_option("--shape", opt.shape, "global shape, comma separated (d >= 2)")->delimiter(',')->capture_default_str();
-  app.add_option("--grid", opt.grid,
-                 "process grid dims, 1 to d-1 entries (0 = MPI_Dims_create chooses): 0 = slab, 0,0 = pencil")
-      ->delimiter(',')
-      ->capture_default_str();
+  tb::add_list_option(app, "--shape", opt.shape, "global shape, comma separated (d >= 2)", "axis");
+  tb::add_list_option(app, "--grid", opt.grid,
+                      "process grid dims, 1 to d-1 entries (0 = MPI_Dims_create chooses): 0 = slab, 0,0 = pencil");
   app.add_option("--kind", opt.kind, "c2c or r2c (r2c: real input, forward r2c + backward c2r)")->capture_default_str();
   app.add_option("--precision", opt.precision, "double or float")->capture_default_str();
-  app.add_option("--method", opt.methods, "redistribution: Alltoallw algorithm names, local_remap, or all")
-      ->delimiter(',')
-      ->capture_default_str();
+  tb::add_list_option(app, "--method", opt.methods, "redistribution: Alltoallw algorithm names, local_remap, or all",
+                      "name");
   app.add_option("--planner", opt.planner, "FFTW planner: estimate, measure, patient")->capture_default_str();
-  app.add_option("--serial", opt.serial,
-                 "serial transforms: strided (FFTW guru along the axis in place), contiguous (transpose first); "
-                 "both may be given")
-      ->delimiter(',')
-      ->capture_default_str();
+  tb::add_list_option(app, "--serial", opt.serial,
+                      "serial transforms: strided (FFTW guru along the axis in place), contiguous (transpose first); "
+                      "both may be given",
+                      "layout");
   app.add_option("--normalization", opt.normalization, "none, backward (1/N on backward), ortho (1/sqrt(N) both ways)")
       ->capture_default_str();
   app.add_option("--wisdom", opt.wisdom, "FFTW wisdom file: imported before planning if present, written after");
   app.add_flag("--backward-destroys-input", opt.destroy_input,
                "let backward overwrite its spectral input (FFTW's c2r contract): the first inverse stage runs in place");
-  app.add_option("--seed", opt.seed, "seed of the verification input")->capture_default_str();
-  app.add_option("--inner", opt.timing.inner, "forward+backward pairs per timed inner loop")->capture_default_str();
-  app.add_option("--outer", opt.timing.outer, "maximum outer repetitions")->capture_default_str();
-  app.add_option("--max-seconds", opt.timing.max_seconds, "stop repeating after this much time per method (0: no limit)")
-      ->capture_default_str();
+  app.add_option("--seed", opt.seed, "seed of the verification input")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);  // CLI11 would wrap -1 to 2^64-1
+  tb::add_timing_options(app, opt.timing, "forward+backward pairs per timed inner loop",
+                         "stop repeating after this much time per method (0: no limit)");
   app.add_option("--csv", opt.csv, "write the results as CSV (rank 0)");
   app.add_option("--json", opt.json, "write the results, steps and metadata as JSON (rank 0)");
 

@@ -7,6 +7,7 @@
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/pack.hpp"
 #include "collectives/registry.hpp"
+#include "microbench/checks.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
@@ -69,15 +70,19 @@ struct Result {
 // ends the job cleanly (exit code 2, one message) instead of through MPI_Abort.
 void validate(const Options& opt) {
   const int d = static_cast<int>(opt.shape.size());
-  if (d < 2) throw std::invalid_argument("--shape needs at least 2 axes, got " + std::to_string(d));
-  for (auto n : opt.shape)
-    if (n < 1) throw std::invalid_argument("--shape: every axis needs length 1 or more");
+  tb::check_shape("--shape", opt.shape, 2);
   const int from = opt.from_axis >= 0 ? opt.from_axis : d - 1;
   if (from >= d || opt.to_axis < 0 || opt.to_axis >= d)
-    throw std::invalid_argument("--from-axis and --to-axis must lie in 0.." + std::to_string(d - 1));
+    throw std::invalid_argument("--from-axis and --to-axis must lie in 0.." + std::to_string(d - 1) + ", got " +
+                                std::to_string(from) + " and " + std::to_string(opt.to_axis));
   if (from == opt.to_axis) throw std::invalid_argument("--from-axis and --to-axis must differ");
-  tb::parse_element_type(opt.type);
-  tb::expand_redistribution_methods(opt.methods);
+  const tb::ElementType type = tb::for_option("--type", [&] { return tb::parse_element_type(opt.type); });
+  int ranks = 1;
+  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
+  tb::check_grid("--grid", opt.grid, opt.shape.size(), ranks);
+  // in, out and back, and the floor's copy of the input
+  tb::check_array_fits("--shape", opt.shape, static_cast<std::int64_t>(tb::element_size(type)), ranks, 4);
+  tb::for_option("--method", [&] { return tb::expand_redistribution_methods(opt.methods); });
   tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
   tb::check_writable(MPI_COMM_WORLD, "--csv", opt.csv);
 }
@@ -233,21 +238,15 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"Plan, verify and time one global redistribution (Alltoallw of subarray types or local remap)"};
-  app.add_option("--shape", opt.shape, "global shape, comma separated (d >= 2)")->delimiter(',')->capture_default_str();
-  app.add_option("--grid", opt.grid, "process grid dims, comma separated; 0 = let MPI_Dims_create choose")
-      ->delimiter(',')
-      ->capture_default_str();
+  tb::add_list_option(app, "--shape", opt.shape, "global shape, comma separated (d >= 2)", "axis");
+  tb::add_list_option(app, "--grid", opt.grid, "process grid dims, comma separated; 0 = let MPI_Dims_create choose");
   app.add_option("--from-axis", opt.from_axis, "aligned axis of the input pencil (default: last axis)");
   app.add_option("--to-axis", opt.to_axis, "aligned axis of the output pencil")->capture_default_str();
   app.add_option("--type", opt.type, "element type: f32, f64, c32, c64 (float, double, complex<...>)")
       ->capture_default_str();
-  app.add_option("--method", opt.methods, "Alltoallw algorithm names, local_remap, or all")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--inner", opt.timing.inner, "operations per timed inner loop")->capture_default_str();
-  app.add_option("--outer", opt.timing.outer, "maximum outer repetitions")->capture_default_str();
-  app.add_option("--max-seconds", opt.timing.max_seconds, "stop repeating after this much time per method (0: no limit)")
-      ->capture_default_str();
+  tb::add_list_option(app, "--method", opt.methods, "Alltoallw algorithm names, local_remap, or all", "name");
+  tb::add_timing_options(app, opt.timing, "operations per timed inner loop",
+                         "stop repeating after this much time per method (0: no limit)");
   app.add_option("--buffers", opt.buffers,
                  "private: arrays in ordinary memory; shared: in node-shared memory (MPI_Win_allocate_shared), "
                  "which node_leader can read with one copy")
