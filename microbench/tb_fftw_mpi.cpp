@@ -9,6 +9,7 @@
 // by the round trip and Parseval's identity. Built only against Open MPI, which Debian's
 // libfftw3-mpi is linked with.
 #include "collectives/mpi_error.hpp"
+#include "microbench/checks.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
@@ -34,9 +35,14 @@ struct Options {
   tb::TimingOptions timing{3, 50, 60.0, 5};
 };
 
+// Before fftw_mpi_local_size_transposed: an axis of 0 divides by zero in its slab split, a
+// negative one makes it allocate nonsense.
 void validate(const Options& opt) {
-  if (opt.shape.size() < 3 || (opt.planner != "estimate" && opt.planner != "measure" && opt.planner != "patient"))
-    throw std::invalid_argument("--shape needs 3 or more axes; --planner estimate|measure|patient");
+  tb::check_shape("--shape", opt.shape, 3);
+  int ranks = 1;
+  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
+  // real, back (padded rows) and the spectrum: about three real arrays of 8-byte elements
+  tb::check_array_fits("--shape", opt.shape, 8, ranks, 3);
   tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
 }
 
@@ -183,11 +189,12 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"FFTW-MPI r2c/c2r slab transform (transposed out/in), timed with the testbed's method"};
-  app.add_option("--shape", opt.shape, "global real shape, comma separated (d >= 3)")->delimiter(',')->capture_default_str();
-  app.add_option("--planner", opt.planner, "estimate, measure or patient")->capture_default_str();
-  app.add_option("--inner", opt.timing.inner, "forward+backward pairs per timed inner loop")->capture_default_str();
-  app.add_option("--outer", opt.timing.outer, "maximum outer repetitions")->capture_default_str();
-  app.add_option("--max-seconds", opt.timing.max_seconds, "stop repeating after this much time")->capture_default_str();
+  tb::add_list_option(app, "--shape", opt.shape, "global real shape, comma separated (d >= 3)", "axis");
+  app.add_option("--planner", opt.planner, "estimate, measure or patient")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"estimate", "measure", "patient"}));
+  tb::add_timing_options(app, opt.timing, "forward+backward pairs per timed inner loop",
+                         "stop repeating after this much time (0: no limit)");
   app.add_option("--json", opt.json, "write the result and metadata as JSON (rank 0)");
   return tb::mpi_tool_main(argc, argv, "tb-fftw-mpi", app, [&] { validate(opt); }, [&] { return run(opt); });
 }
