@@ -125,6 +125,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   benchmark::Initialize(&argc, argv);
+  // Google Benchmark leaves what it does not know in argv: a typo is an error, not ignored.
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    MPI_Finalize();
+    return 2;
+  }
   benchmark::AddCustomContext("mpi_library", tb::mpi_library_version());
   benchmark::AddCustomContext("git_commit", tb::git_commit());
   benchmark::RunSpecifiedBenchmarks();

@@ -30,6 +30,7 @@
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
+#include "microbench/checks.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
@@ -40,6 +41,7 @@
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -62,15 +64,22 @@ struct Options {
 
 bool is_redistribution_layout(const std::string& layout) { return layout == "slab" || layout == "pencil"; }
 
-std::int64_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  const long long v = std::stoll(text, &used);
+// "64", "4K", "16M": bytes, at least 1 and at most 1 G (checked before scaling, so no overflow).
+std::int64_t parse_size(const std::string& text, const std::string& option = "-m") {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  const std::string suffix(end, text.data() + text.size());
+  if (ec != std::errc{} || end == text.data())
+    throw std::invalid_argument(option + ": '" + text + "' is not a size (bytes, e.g. 64, 4K, 16M)");
   std::int64_t scale = 1;
-  const std::string suffix = text.substr(used);
   if (suffix == "K" || suffix == "k") scale = 1 << 10;
   else if (suffix == "M" || suffix == "m") scale = 1 << 20;
-  else if (!suffix.empty()) throw std::invalid_argument("-m: unknown size suffix '" + suffix + "' (use K or M)");
-  if (v < 1) throw std::invalid_argument("-m: sizes must be at least 1 byte");
+  else if (suffix == "G" || suffix == "g") scale = 1 << 30;
+  else if (!suffix.empty())
+    throw std::invalid_argument(option + ": unknown size suffix '" + suffix + "' in '" + text + "' (use K, M or G)");
+  if (v < 1) throw std::invalid_argument(option + ": sizes must be at least 1 byte, got '" + text + "'");
+  if (v > (std::int64_t{1} << 30) / scale)
+    throw std::invalid_argument(option + ": '" + text + "' is more than the limit of 1G bytes per peer");
   return v * scale;
 }
 
@@ -78,7 +87,7 @@ std::int64_t parse_size(const std::string& text) {
 std::int64_t block_bytes(const std::string& layout) {
   std::int64_t b = 0;
   try {
-    b = parse_size(layout.substr(6));
+    b = layout.size() > 6 ? parse_size(layout.substr(6), "--layouts") : 0;
   } catch (const std::exception&) {
     b = 0;
   }
@@ -249,18 +258,22 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_settings) {
   app.add_option("-m,--message-size", opt.range, "bytes per peer, min:max (powers of two between; K and M suffixes)")
       ->capture_default_str();
-  app.add_option("--algorithms", opt.algorithms, "algorithm names, or all")->delimiter(',')->capture_default_str();
-  app.add_option("--layouts", opt.layouts, "send layouts: contiguous, vector<B> (B-byte blocks, 2B stride)")->delimiter(',')->capture_default_str();
+  tb::add_list_option(app, "--algorithms", opt.algorithms, "algorithm names, or all", "name");
+  tb::add_list_option(app, "--layouts", opt.layouts, "send layouts: contiguous, vector<B> (B-byte blocks, 2B stride)",
+                      "layout");
   app.add_option("--buffers", opt.buffers, "private or shared (node-shared memory)")
       ->check(CLI::IsMember({"private", "shared"}))
       ->capture_default_str();
   app.add_flag("--paper", opt.paper, "time each case with the paper's method (3 inner x up to 50 outer, MAX over ranks)");
   app.add_option("--paper-max-seconds", opt.paper_max_seconds, "--paper: stop the outer loop after this long")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(tb::finite_range(0, 1e6));
   app.add_option("-i,--iterations", opt.iterations, "timed iterations per case (0: Google Benchmark decides)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("-x,--warmup", opt.warmup, "untimed calls before timing")->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 10000000));
+  app.add_option("-x,--warmup", opt.warmup, "untimed calls before timing")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   app.add_flag("--list-algorithms", list_algorithms, "print the registered algorithms and exit");
   app.add_flag("--list-settings", list_settings, tb::kListSettingsHelp);
 }
@@ -277,9 +290,13 @@ Plan validate(const Options& opt) {
   const auto colon = opt.range.find(':');
   plan.lo = parse_size(opt.range.substr(0, colon));
   plan.hi = colon == std::string::npos ? plan.lo : parse_size(opt.range.substr(colon + 1));
-  if (plan.hi < plan.lo) throw std::invalid_argument("-m: max below min");
-  if ((plan.lo & (plan.lo - 1)) != 0) throw std::invalid_argument("-m: the minimum must be a power of two");
-  if (plan.hi > (std::int64_t{1} << 30)) throw std::invalid_argument("-m: at most 1G bytes per peer");
+  if (plan.hi < plan.lo) throw std::invalid_argument("-m " + opt.range + ": max below min");
+  if ((plan.lo & (plan.lo - 1)) != 0)
+    throw std::invalid_argument("-m " + opt.range + ": the minimum must be a power of two");
+  int ranks = 1;
+  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &ranks));
+  // send (twice the bytes for vector layouts) and receive arrays of bytes x ranks
+  tb::check_array_fits("-m", {plan.hi, ranks}, 1, 1, 3);
   for (const auto& a : opt.algorithms) {
     if (a == "all") {
       for (const auto& info : tb::alltoallw_algorithms()) plan.algorithms.emplace_back(info.name);
@@ -287,12 +304,15 @@ Plan validate(const Options& opt) {
     } else if (a == "local_remap") {
       plan.with_local_remap = true;
     } else {
-      tb::make_alltoallw(a);  // throws the registry's "unknown algorithm" error
+      tb::for_option("--algorithms", [&] { return tb::make_alltoallw(a); });  // the registry's "unknown algorithm"
       plan.algorithms.push_back(a);
     }
   }
   for (const auto& layout : opt.layouts)
-    if (!is_redistribution_layout(layout) && layout != "contiguous") block_bytes(layout);  // clear error early
+    if (layout.rfind("vector", 0) == 0) tb::for_option("--layouts", [&] { return block_bytes(layout); });
+    else if (!is_redistribution_layout(layout) && layout != "contiguous")
+      throw std::invalid_argument("--layouts: unknown layout '" + layout +
+                                  "' (use contiguous, vector<B> such as vector64, slab or pencil)");
   return plan;
 }
 
@@ -346,6 +366,7 @@ int main(int argc, char** argv) {
 
   Options opt;
   CLI::App app("tb-bench: MPI_Alltoallw per message size for every registered algorithm (Google Benchmark)");
+  tb::use_tool_errors(app, "tb-bench");
   bool list = false, list_settings = false;
   add_options(app, opt, list, list_settings);
   int code = 0;
