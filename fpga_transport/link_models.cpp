@@ -72,22 +72,30 @@ void MeasuredCurve::check(const std::string& what) const {
   }
 }
 
-namespace {
-template <class T>
-void get(const nlohmann::json& j, const char* key, T& value) {
-  if (j.contains(key)) j.at(key).get_to(value);
+void check_keys(const nlohmann::json& j, const std::string& where, std::initializer_list<const char*> known) {
+  require_object(j, where.empty() ? "the document" : "'" + where.substr(0, where.size() - 1) + "'");
+  for (const auto& [key, value] : j.items()) {
+    if (std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) continue;
+    std::string list;
+    for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    throw std::invalid_argument("unknown key '" + where + key + "' (known here: " + list + ")");
+  }
 }
-}  // namespace
+
+void require_object(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_object()) throw std::invalid_argument(what + " must be a JSON object, got " + std::string(j.type_name()));
+}
 
 void to_json(nlohmann::json& j, const IecLink& m) {
   j = {{"channel_width_bytes", m.channel_width_bytes}, {"clock_hz", m.clock_hz}, {"latency_s", m.latency_s},
        {"channels_per_link", m.channels_per_link}};
 }
 void from_json(const nlohmann::json& j, IecLink& m) {
-  get(j, "channel_width_bytes", m.channel_width_bytes);
-  get(j, "clock_hz", m.clock_hz);
-  get(j, "latency_s", m.latency_s);
-  get(j, "channels_per_link", m.channels_per_link);
+  check_keys(j, "", {"channel_width_bytes", "clock_hz", "latency_s", "channels_per_link"});
+  read_key(j, "", "channel_width_bytes", m.channel_width_bytes);
+  read_key(j, "", "clock_hz", m.clock_hz);
+  read_key(j, "", "latency_s", m.latency_s);
+  read_key(j, "", "channels_per_link", m.channels_per_link);
   if (m.channel_width_bytes <= 0 || m.clock_hz <= 0 || m.latency_s < 0 || m.channels_per_link < 1)
     throw std::invalid_argument("IEC link: channel_width_bytes and clock_hz must be positive, latency_s >= 0, "
                                 "channels_per_link >= 1");
@@ -96,14 +104,24 @@ void to_json(nlohmann::json& j, const Hockney& m) {
   j = {{"alpha_s", m.alpha_s}, {"beta_s_per_byte", m.beta_s_per_byte}};
 }
 void from_json(const nlohmann::json& j, Hockney& m) {
-  get(j, "alpha_s", m.alpha_s);
-  get(j, "beta_s_per_byte", m.beta_s_per_byte);
-  if (j.contains("bandwidth_bytes_per_s")) m.beta_s_per_byte = 1.0 / j.at("bandwidth_bytes_per_s").get<double>();
+  check_keys(j, "", {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s"});
+  read_key(j, "", "alpha_s", m.alpha_s);
+  read_key(j, "", "beta_s_per_byte", m.beta_s_per_byte);
+  double bandwidth = 0.0;
+  read_key(j, "", "bandwidth_bytes_per_s", bandwidth);
+  if (j.contains("bandwidth_bytes_per_s")) {
+    if (!(bandwidth > 0)) throw std::invalid_argument("Hockney: bandwidth_bytes_per_s must be positive");
+    m.beta_s_per_byte = 1.0 / bandwidth;
+  }
   if (m.alpha_s < 0 || m.beta_s_per_byte < 0) throw std::invalid_argument("Hockney: alpha_s and beta_s_per_byte must be >= 0");
 }
 void to_json(nlohmann::json& j, const MeasuredCurve& m) { j = m.seconds_by_bytes; }
 void from_json(const nlohmann::json& j, MeasuredCurve& m) {
-  j.get_to(m.seconds_by_bytes);
+  try {
+    j.get_to(m.seconds_by_bytes);
+  } catch (const nlohmann::json::exception&) {
+    throw std::invalid_argument("measured curve: expected [[bytes, seconds], ...], got " + std::string(j.type_name()));
+  }
   m.check("measured curve");
 }
 void to_json(nlohmann::json& j, const PcieMpiPath& m) {
@@ -113,11 +131,19 @@ void to_json(nlohmann::json& j, const PcieMpiPath& m) {
   if (!m.host_exchange.empty()) j["host_exchange_seconds_by_bytes"] = m.host_exchange;
 }
 void from_json(const nlohmann::json& j, PcieMpiPath& m) {
-  get(j, "pcie_bandwidth_bytes_per_s", m.pcie_bandwidth_bytes_per_s);
-  get(j, "pcie_latency_s", m.pcie_latency_s);
-  if (j.contains("host")) j.at("host").get_to(m.host);
-  get(j, "pcie_transfer_seconds_by_bytes", m.pcie_transfer);
-  get(j, "host_exchange_seconds_by_bytes", m.host_exchange);
+  check_keys(j, "", {"pcie_bandwidth_bytes_per_s", "pcie_latency_s", "host", "pcie_transfer_seconds_by_bytes",
+                     "host_exchange_seconds_by_bytes", "calibrate_from"});
+  read_key(j, "", "pcie_bandwidth_bytes_per_s", m.pcie_bandwidth_bytes_per_s);
+  read_key(j, "", "pcie_latency_s", m.pcie_latency_s);
+  if (j.contains("host")) {
+    try {
+      j.at("host").get_to(m.host);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("in 'host': ") + e.what());
+    }
+  }
+  if (j.contains("pcie_transfer_seconds_by_bytes")) j.at("pcie_transfer_seconds_by_bytes").get_to(m.pcie_transfer);
+  if (j.contains("host_exchange_seconds_by_bytes")) j.at("host_exchange_seconds_by_bytes").get_to(m.host_exchange);
   if (m.pcie_bandwidth_bytes_per_s <= 0 || m.pcie_latency_s < 0)
     throw std::invalid_argument("PCIe+MPI path: pcie_bandwidth_bytes_per_s must be positive, pcie_latency_s >= 0");
 }
@@ -128,11 +154,13 @@ void to_json(nlohmann::json& j, const MemoryModel& m) {
   if (!m.streaming_bandwidth_by_bytes.empty()) j["streaming_bandwidth_by_bytes"] = m.streaming_bandwidth_by_bytes;
 }
 void from_json(const nlohmann::json& j, MemoryModel& m) {
-  get(j, "copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s);
-  get(j, "per_block_s", m.per_block_s);
-  get(j, "bandwidth_by_bytes", m.bandwidth_by_bytes);
-  get(j, "streaming_bandwidth_by_bytes", m.streaming_bandwidth_by_bytes);
-  get(j, "streaming_from_bytes", m.streaming_from_bytes);
+  check_keys(j, "", {"copy_bandwidth_bytes_per_s", "per_block_s", "bandwidth_by_bytes", "streaming_bandwidth_by_bytes",
+                     "streaming_from_bytes"});
+  read_key(j, "", "copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s);
+  read_key(j, "", "per_block_s", m.per_block_s);
+  read_key(j, "", "bandwidth_by_bytes", m.bandwidth_by_bytes);
+  read_key(j, "", "streaming_bandwidth_by_bytes", m.streaming_bandwidth_by_bytes);
+  read_key(j, "", "streaming_from_bytes", m.streaming_from_bytes);
   for (auto* table : {&m.bandwidth_by_bytes, &m.streaming_bandwidth_by_bytes}) {
     std::sort(table->begin(), table->end());
     for (const auto& [b, bw] : *table)

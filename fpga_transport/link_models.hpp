@@ -20,7 +20,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -94,6 +97,40 @@ struct MemoryModel {
     return bytes > 0 ? bytes / bandwidth_at(std::max(bytes, working_set_bytes), streaming) + blocks * per_block_s : 0.0;
   }
 };
+
+// Strict reading of the model and network JSON files: a key the schema does not know, a value of
+// the wrong type or a missing required key is std::invalid_argument naming the key, never a
+// silent default. `where` prefixes the key in messages ("iec.", "" at the top level).
+void check_keys(const nlohmann::json& j, const std::string& where, std::initializer_list<const char*> known);
+// The value of `key` as T when present (required: else an error); numbers must be JSON numbers
+// (integers for integral T), strings JSON strings.
+template <class T>
+void read_key(const nlohmann::json& j, const std::string& where, const char* key, T& value, bool required = false) {
+  if (!j.contains(key)) {
+    if (required) throw std::invalid_argument("missing required key '" + where + key + "'");
+    return;
+  }
+  const nlohmann::json& v = j.at(key);
+  const char* expected = nullptr;
+  if constexpr (std::is_same_v<T, bool>) expected = v.is_boolean() ? nullptr : "true or false";
+  else if constexpr (std::is_integral_v<T>) expected = v.is_number_integer() ? nullptr : "an integer";
+  else if constexpr (std::is_floating_point_v<T>) expected = v.is_number() ? nullptr : "a number";
+  else if constexpr (std::is_same_v<T, std::string>) expected = v.is_string() ? nullptr : "a string";
+  if (expected == nullptr) {
+    try {
+      v.get_to(value);
+      return;
+    } catch (const nlohmann::json::exception&) {
+      expected = "a value of another shape";
+    }
+  }
+  std::string text = v.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  throw std::invalid_argument("key '" + where + key + "': expected " + expected + ", got " + v.type_name() + " " +
+                              text);
+}
+// Throws naming `what` when j is not a JSON object.
+void require_object(const nlohmann::json& j, const std::string& what);
 
 void to_json(nlohmann::json& j, const IecLink& m);
 void from_json(const nlohmann::json& j, IecLink& m);

@@ -20,39 +20,81 @@ Network Network::from_file(const std::string& path, int ranks) {
   try {
     f >> spec;
   } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument("network file " + path + ": not JSON: " + e.what());
+  }
+  try {
+    if (!spec.is_object()) throw std::invalid_argument("the document must be a JSON object");
+    // A calibration reference named relative to the network file.
+    if (spec.contains("pcie_mpi") && spec["pcie_mpi"].is_object() && spec["pcie_mpi"].contains("calibrate_from") &&
+        spec["pcie_mpi"]["calibrate_from"].is_object()) {
+      auto& from = spec["pcie_mpi"]["calibrate_from"];
+      if (from.contains("reference") && from["reference"].is_string()) {
+        const std::filesystem::path ref = from["reference"].get<std::string>();
+        if (ref.is_relative())
+          from["reference"] = (std::filesystem::path(path).parent_path() / ref).lexically_normal().string();
+      }
+    }
+    return from_json(spec, ranks);
+  } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("network file " + path + ": " + e.what());
   }
-  // A calibration reference named relative to the network file.
-  if (spec.contains("pcie_mpi") && spec["pcie_mpi"].contains("calibrate_from")) {
-    auto& from = spec["pcie_mpi"]["calibrate_from"];
-    if (from.contains("reference") && from["reference"].is_string()) {
-      const std::filesystem::path ref = from["reference"].get<std::string>();
-      if (ref.is_relative()) from["reference"] = (std::filesystem::path(path).parent_path() / ref).lexically_normal().string();
-    }
-  }
-  return from_json(spec, ranks);
 }
+
+namespace {
+// spec[key] read into `value` when present; errors inside it name the section.
+template <class T>
+void read_section(const nlohmann::json& spec, const char* key, T& value) {
+  if (!spec.contains(key)) return;
+  try {
+    spec.at(key).get_to(value);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("in '") + key + "': " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("in '") + key + "': " + e.what());
+  }
+}
+}  // namespace
 
 Network Network::from_json(const nlohmann::json& spec, int ranks) {
   if (ranks < 1) throw std::invalid_argument("network: at least one rank");
+  check_keys(spec, "", {"name", "comment", "kind", "topology", "torus_dims", "links", "channels_per_fpga", "ranks_per_node",
+                        "iec", "pcie_mpi", "host", "library", "calibration"});
   Network n;
   n.ranks_ = ranks;
-  n.name_ = spec.value("name", "unnamed");
-  const std::string kind = spec.value("kind", "");
+  n.name_ = "unnamed";
+  read_key(spec, "", "name", n.name_);
+  std::string kind, comment;
+  read_key(spec, "", "comment", comment);
+  read_key(spec, "", "kind", kind, /*required=*/true);
   if (kind == "iec") n.kind_ = NetworkKind::iec;
   else if (kind == "pcie_mpi") n.kind_ = NetworkKind::pcie_mpi;
   else if (kind == "host") n.kind_ = NetworkKind::host;
   else throw std::invalid_argument("network " + n.name_ + ": kind must be iec, pcie_mpi or host, got '" + kind + "'");
-  if (spec.contains("iec")) spec.at("iec").get_to(n.iec_);
-  if (spec.contains("pcie_mpi")) n.read_pcie_mpi(spec.at("pcie_mpi"));
-  if (spec.contains("host")) spec.at("host").get_to(n.host_);
+  if (n.kind_ == NetworkKind::host && !spec.contains("host"))
+    throw std::invalid_argument("network " + n.name_ + ": kind host needs the key 'host' (alpha_s, beta_s_per_byte)");
+  if (n.kind_ == NetworkKind::pcie_mpi && !spec.contains("pcie_mpi"))
+    throw std::invalid_argument("network " + n.name_ + ": kind pcie_mpi needs the key 'pcie_mpi'");
+  read_section(spec, "iec", n.iec_);
+  if (spec.contains("pcie_mpi")) {
+    try {
+      n.read_pcie_mpi(spec.at("pcie_mpi"));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("in 'pcie_mpi': ") + e.what());
+    }
+  }
+  read_section(spec, "host", n.host_);
   if (spec.contains("library")) {
-    spec.at("library").get_to(n.library_);
+    read_section(spec, "library", n.library_);
     n.has_library_ = true;
   }
-  n.topology_ = spec.value("topology", n.kind_ == NetworkKind::iec ? "ring" : "switch");
-  n.ranks_per_node_ = spec.value("ranks_per_node", n.kind_ == NetworkKind::host ? 0 : 1);
-  if (n.ranks_per_node_ <= 0) n.ranks_per_node_ = ranks;
+  if (spec.contains("calibration")) require_object(spec.at("calibration"), "'calibration'");
+  n.topology_ = n.kind_ == NetworkKind::iec ? "ring" : "switch";
+  read_key(spec, "", "topology", n.topology_);
+  n.ranks_per_node_ = n.kind_ == NetworkKind::host ? 0 : 1;
+  read_key(spec, "", "ranks_per_node", n.ranks_per_node_);
+  if (n.ranks_per_node_ < 0)
+    throw std::invalid_argument("network " + n.name_ + ": ranks_per_node must be >= 0 (0: all ranks on one node)");
+  if (n.ranks_per_node_ == 0) n.ranks_per_node_ = ranks;
   n.adjacency_.assign(static_cast<std::size_t>(ranks), {});
   if (n.kind_ == NetworkKind::iec) {
     n.wire_iec_links(spec);
@@ -66,6 +108,7 @@ void Network::read_pcie_mpi(const nlohmann::json& p) {
   p.get_to(pcie_);
   if (!p.contains("calibrate_from")) return;
   const auto& c = p.at("calibrate_from");
+  check_keys(c, "calibrate_from.", {"reference", "pcie_run", "cpu_run", "host_network_run"});
   for (const char* key : {"reference", "pcie_run", "cpu_run", "host_network_run"})
     if (!c.contains(key) || !c.at(key).is_string())
       throw std::invalid_argument("network " + name_ + ": pcie_mpi.calibrate_from needs the string '" + key + "'");
@@ -81,7 +124,9 @@ void Network::read_pcie_mpi(const nlohmann::json& p) {
 // undirected pair into adjacency_.
 void Network::wire_iec_links(const nlohmann::json& spec) {
   const int ranks = ranks_;
-  const int per_fpga = spec.value("channels_per_fpga", 4);
+  int per_fpga = 4;
+  read_key(spec, "", "channels_per_fpga", per_fpga);
+  if (per_fpga < 1) throw std::invalid_argument("network " + name_ + ": channels_per_fpga must be >= 1");
   std::map<std::pair<int, int>, int> channels;  // undirected, merged
   auto wire = [&](int u, int v, int c) {
     if (u < 0 || v < 0 || u >= ranks || v >= ranks)
@@ -95,13 +140,14 @@ void Network::wire_iec_links(const nlohmann::json& spec) {
     else if (ranks > 2)
       for (int i = 0; i < ranks; ++i) wire(i, (i + 1) % ranks, per_fpga / 2);
   } else if (topology_ == "torus") {
-    std::vector<int> dims = spec.value("torus_dims", std::vector<int>{});
+    std::vector<int> dims;
+    read_key(spec, "", "torus_dims", dims);
     if (dims.empty()) {  // the most nearly square R x C with R <= C
       int r = static_cast<int>(std::sqrt(static_cast<double>(ranks)));
       while (r > 1 && ranks % r != 0) --r;
       dims = {std::max(r, 1), ranks / std::max(r, 1)};
     }
-    if (dims.size() != 2 || dims[0] * dims[1] != ranks)
+    if (dims.size() != 2 || dims[0] < 1 || dims[1] < 1 || dims[0] * dims[1] != ranks)
       throw std::invalid_argument("network " + name_ + ": torus_dims [R, C] must multiply to the " +
                                   std::to_string(ranks) + " ranks");
     const int rows = dims[0], columns = dims[1];
@@ -112,7 +158,13 @@ void Network::wire_iec_links(const nlohmann::json& spec) {
         if (rows > 1) wire(me, ((i + 1) % rows) * columns + j, per_fpga / 4);
       }
   } else if (topology_ == "links") {
-    for (const auto& l : spec.at("links")) wire(l.at(0).get<int>(), l.at(1).get<int>(), l.size() > 2 ? l.at(2).get<int>() : 1);
+    std::vector<std::vector<int>> links;
+    read_key(spec, "", "links", links, /*required=*/true);
+    for (const auto& l : links) {
+      if (l.size() < 2 || l.size() > 3)
+        throw std::invalid_argument("network " + name_ + ": every entry of 'links' is [u, v] or [u, v, channels]");
+      wire(l[0], l[1], l.size() > 2 ? l[2] : 1);
+    }
   } else {
     throw std::invalid_argument("network " + name_ + ": topology must be ring, torus or links, got '" + topology_ + "'");
   }

@@ -1,5 +1,6 @@
 #include "fpga_transport/pattern.hpp"
 
+#include "fpga_transport/link_models.hpp"
 #include "redistribute/block_distribution.hpp"
 
 #include <algorithm>
@@ -28,15 +29,31 @@ nlohmann::json CommPattern::to_json() const {
   return {{"ranks", ranks_}, {"description", description}, {"pairs", rows}};
 }
 
+// Patterns are ranks x ranks tables: bounded so that a typo cannot ask for terabytes.
+constexpr int kMaxPatternRanks = 4096;
+
 CommPattern CommPattern::from_json(const nlohmann::json& j) {
-  CommPattern p(j.at("ranks").get<int>());
-  p.description = j.value("description", "");
-  for (const auto& r : j.at("pairs")) {
-    const int s = r.at(0).get<int>(), d = r.at(1).get<int>();
-    if (s < 0 || d < 0 || s >= p.ranks_ || d >= p.ranks_)
-      throw std::invalid_argument("pattern: pair " + std::to_string(s) + "->" + std::to_string(d) + " outside the " +
-                                  std::to_string(p.ranks_) + " ranks");
-    p.at(s, d) = {r.at(2).get<std::int64_t>(), r.at(3).get<std::int64_t>(), r.at(4).get<std::int64_t>()};
+  check_keys(j, "", {"ranks", "description", "pairs"});
+  int ranks = 0;
+  read_key(j, "", "ranks", ranks, /*required=*/true);
+  if (ranks < 1 || ranks > kMaxPatternRanks)
+    throw std::invalid_argument("pattern: ranks is " + std::to_string(ranks) + ", must lie in 1.." +
+                                std::to_string(kMaxPatternRanks));
+  CommPattern p(ranks);
+  read_key(j, "", "description", p.description);
+  std::vector<std::vector<std::int64_t>> rows;
+  read_key(j, "", "pairs", rows, /*required=*/true);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const std::string where = "pattern: pairs[" + std::to_string(i) + "]";
+    if (r.size() != 5) throw std::invalid_argument(where + ": expected [src, dst, bytes, send_blocks, recv_blocks]");
+    if (r[0] < 0 || r[1] < 0 || r[0] >= p.ranks_ || r[1] >= p.ranks_)
+      throw std::invalid_argument(where + ": pair " + std::to_string(r[0]) + "->" + std::to_string(r[1]) +
+                                  " outside the " + std::to_string(p.ranks_) + " ranks");
+    if (r[2] < 0 || r[3] < 0 || r[4] < 0)
+      throw std::invalid_argument(where + ": bytes and block counts must be >= 0, got bytes " + std::to_string(r[2]) +
+                                  ", blocks " + std::to_string(r[3]) + " and " + std::to_string(r[4]));
+    p.at(static_cast<int>(r[0]), static_cast<int>(r[1])) = {r[2], r[3], r[4]};
   }
   return p;
 }
@@ -93,8 +110,12 @@ CommPattern redistribution_pattern(const std::vector<std::int64_t>& shape, const
   int ranks = 1;
   for (int n : grid_dims) {
     if (n < 1) throw std::invalid_argument("pattern: grid dimensions must be >= 1");
+    if (n > kMaxPatternRanks / ranks)
+      throw std::invalid_argument("pattern: the grid has more than " + std::to_string(kMaxPatternRanks) + " ranks");
     ranks *= n;
   }
+  for (auto n : shape)
+    if (n < 1) throw std::invalid_argument("pattern: every axis of the shape needs length 1 or more");
   const Layout in = default_layout(d, g, from_axis);
   if (in.grid_axis_of[to_axis] < 0)
     throw std::invalid_argument("pattern: axis " + std::to_string(to_axis) + " is not distributed in the input pencil");
@@ -144,6 +165,7 @@ CommPattern redistribution_pattern(const std::vector<std::int64_t>& shape, const
 }
 
 CommPattern recorded_pattern(const std::string& path, int call) {
+  if (call < 0) throw std::invalid_argument("recorded pattern " + path + ": call " + std::to_string(call) + " is negative");
   std::ifstream f(path);
   if (!f) throw std::invalid_argument("recorded pattern " + path + " cannot be read");
   std::string line;
@@ -154,6 +176,8 @@ CommPattern recorded_pattern(const std::string& path, int call) {
     try {
       return CommPattern::from_json(nlohmann::json::parse(line));
     } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument("recorded pattern " + path + ", call " + std::to_string(call) + ": " + e.what());
+    } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("recorded pattern " + path + ", call " + std::to_string(call) + ": " + e.what());
     }
   }
