@@ -31,9 +31,11 @@ struct Options {
   std::string json, fit_out;
 };
 
+// The loop rules' ranges are CLI11 validators (below); what relates two options is checked here.
 void validate(const Options& opt) {
-  if (opt.rules.d <= 0 || opt.rules.l < 1 || opt.rules.u < opt.rules.l)
-    throw std::invalid_argument("loop rules: need -d > 0 and 1 <= -l <= -u");
+  if (opt.rules.u < opt.rules.l)
+    throw std::invalid_argument("-u " + std::to_string(opt.rules.u) + " is below -l " + std::to_string(opt.rules.l) +
+                                ": the loop length floor cannot exceed the loop length");
   tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
   tb::check_writable(MPI_COMM_WORLD, "--fit-out", opt.fit_out);
 }
@@ -228,14 +230,19 @@ int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"b_eff over MPI with HPCC FPGA's rules (ring, both neighbours, 2^0..2^20 bytes)"};
   app.add_option("--max-exponent", opt.rules.max_exponent, "largest message 2^max bytes")->capture_default_str()->check(CLI::Range(0, 30));
-  app.add_option("-u", opt.rules.u, "loop length u")->capture_default_str();
-  app.add_option("-l", opt.rules.l, "loop length floor l")->capture_default_str();
-  app.add_option("-o", opt.rules.o, "exponent o up to which the loop length is u")->capture_default_str();
-  app.add_option("-d", opt.rules.d, "loop length steps d")->capture_default_str();
-  app.add_option("--repetitions", opt.repetitions, "repetitions per size (minimum taken)")->capture_default_str()->check(CLI::PositiveNumber);
+  // Bounded so that a typo cannot start a run of days: the default loop length is 2^16 exchanges.
+  app.add_option("-u", opt.rules.u, "loop length u")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app.add_option("-l", opt.rules.l, "loop length floor l")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app.add_option("-o", opt.rules.o, "exponent o up to which the loop length is u")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 30));
+  app.add_option("-d", opt.rules.d, "loop length steps d")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app.add_option("--repetitions", opt.repetitions, "repetitions per size (minimum taken)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
   app.add_option("--loop-divisor", opt.loop_divisor, "divide every loop length (quick runs; the output says so)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
   app.add_option("--fit-out", opt.fit_out, "write the fitted host network for tb-model (rank 0)");
   return tb::mpi_tool_main(argc, argv, "tb-beff", app, [&] { validate(opt); }, [&] { return run(opt); });

@@ -12,6 +12,7 @@
 #include "fpga_transport/beff.hpp"
 #include "fpga_transport/network.hpp"
 #include "fpga_transport/pattern.hpp"
+#include "microbench/checks.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "redistribute/element_type.hpp"
@@ -98,20 +99,25 @@ const std::string& network_dir() {
 
 void add_options(CLI::App& app, Options& o) {
   const std::string& net_dir = network_dir();
-  app.add_option("--shape", o.shape, "global shape of the redistributed array")->delimiter(',')->capture_default_str();
-  app.add_option("--grid", o.grid, "process grid dims (every entry >= 1)")->delimiter(',')->capture_default_str();
+  tb::add_list_option(app, "--shape", o.shape, "global shape of the redistributed array", "axis");
+  tb::add_list_option(app, "--grid", o.grid, "process grid dims (every entry >= 1)");
   app.add_option("--from-axis", o.from_axis, "aligned axis of the input pencil (default: last)");
   app.add_option("--to-axis", o.to_axis, "aligned axis of the output pencil")->capture_default_str();
   app.add_option("--type", o.type, "element type: f32, f64, c32, c64")->capture_default_str();
   app.add_option("--pattern", o.pattern_file, "a pattern recorded with TB_ALLTOALLW_RECORD instead of --shape");
-  app.add_option("--call", o.call, "which recorded call (0-based)")->capture_default_str();
-  app.add_option("--network", o.networks,
-                 "network JSON files (default: iec_ring, iec_torus, pcie_mpi_520n, pcie_mpi_520n_measured and host_calibrated in " + net_dir + ")")
-      ->delimiter(',');
-  app.add_option("--algorithm", o.algorithms, "algorithms to cost (default: every registered one and local_remap)")->delimiter(',');
+  app.add_option("--call", o.call, "which recorded call (0-based)")->capture_default_str()->check(CLI::Range(0, 1 << 30));
+  tb::add_list_option(app, "--network", o.networks,
+                      "network JSON files (default: iec_ring, iec_torus, pcie_mpi_520n, pcie_mpi_520n_measured and "
+                      "host_calibrated in " + net_dir + ")",
+                      "file");
+  tb::add_list_option(app, "--algorithm", o.algorithms, "algorithms to cost (default: every registered one and local_remap)",
+                      "name");
   app.add_option("--ranks-per-node", o.ranks_per_node,
-                 "node_leader's ranks per node (default: the network's; one per FPGA, all on one host)");
-  app.add_option("--pack-below", o.pack_below, "ucx_zcopy's packing threshold in bytes")->capture_default_str();
+                 "node_leader's ranks per node (default: the network's; one per FPGA, all on one host)")
+      ->check(CLI::Range(0, 4096));
+  app.add_option("--pack-below", o.pack_below, "ucx_zcopy's packing threshold in bytes")
+      ->capture_default_str()
+      ->check(tb::finite_range(0, 1e18));
   app.add_option("--buffers", o.buffers,
                  "the user's arrays, as tb-redistribute --buffers: private (node_leader stages on-node data: two "
                  "copies) or shared (node_leader copies on-node data once)")
@@ -147,12 +153,25 @@ std::vector<tb::fpga::ModelledAlgorithm> chosen_algorithms(const Options& o) {
   return chosen;
 }
 
-nlohmann::json read_json(const std::string& path) {
+// The JSON document of an input file; errors name the option and the file.
+nlohmann::json read_json(const std::string& option, const std::string& path) {
   std::ifstream f(path);
-  if (!f) throw std::invalid_argument("cannot read " + path);
-  nlohmann::json j;
-  f >> j;
-  return j;
+  if (!f) throw std::invalid_argument(option + " " + path + ": cannot be read");
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(option + " " + path + ": not JSON: " + e.what());
+  }
+}
+
+// The memory model of --memory, its schema checked (named errors, no silent defaults).
+tb::fpga::MemoryModel memory_file(const std::string& path) {
+  try {
+    return read_json("--memory", path).get<tb::fpga::MemoryModel>();
+  } catch (const std::invalid_argument& e) {
+    if (std::string(e.what()).rfind("--memory", 0) == 0) throw;
+    throw std::invalid_argument("--memory " + path + ": " + e.what());
+  }
 }
 
 // The memory model from --memory, or measured now; written to --save-memory when given.
@@ -160,27 +179,48 @@ std::pair<tb::fpga::MemoryModel, std::string> memory_model(const Options& o) {
   tb::fpga::MemoryModel memory;
   std::string source;
   if (!o.memory_file.empty()) {
-    memory = read_json(o.memory_file).get<tb::fpga::MemoryModel>();
+    memory = memory_file(o.memory_file);
     source = o.memory_file;
   } else {
     memory = measure_memory();
     source = "measured now";
   }
-  if (!o.save_memory.empty()) std::ofstream(o.save_memory) << nlohmann::json(memory).dump(2) << "\n";
+  if (!o.save_memory.empty()) {
+    std::ofstream f(o.save_memory);
+    f << nlohmann::json(memory).dump(2) << "\n";
+    if (!f) throw std::runtime_error("--save-memory " + o.save_memory + ": cannot be written");
+  }
   return {memory, source};
 }
 
-// Each algorithm's measured time per call at 1 B per peer (tb-bench --overheads JSON).
+// Each algorithm's measured time per call at 1 B per peer (tb-bench --overheads JSON: Google
+// Benchmark's {"benchmarks": [{"name", "real_time", "time_unit"}, ...]}).
 std::map<std::string, double> measured_at_one_byte(const std::string& path) {
   std::map<std::string, double> measured_1b;
   if (path.empty()) return measured_1b;
-  const nlohmann::json j = read_json(path);
-  for (const auto& b : j.at("benchmarks")) {
-    const std::string name = b.at("name").get<std::string>();  // alltoallw/contiguous/<alg>/1/manual_time
-    const auto first = name.find('/'), second = name.find('/', first + 1), third = name.find('/', second + 1);
-    if (name.rfind("alltoallw/contiguous/", 0) != 0 || name.compare(third, 3, "/1/") != 0) continue;
-    const double unit = b.value("time_unit", "ns") == "us" ? 1e-6 : b.value("time_unit", "ns") == "ms" ? 1e-3 : 1e-9;
-    measured_1b[name.substr(second + 1, third - second - 1)] = b.at("real_time").get<double>() * unit;
+  const nlohmann::json j = read_json("--overheads", path);
+  try {
+    tb::fpga::require_object(j, "the document");
+    std::vector<nlohmann::json> benchmarks;
+    tb::fpga::read_key(j, "", "benchmarks", benchmarks, /*required=*/true);
+    for (std::size_t i = 0; i < benchmarks.size(); ++i) {
+      const auto& b = benchmarks[i];
+      const std::string where = "benchmarks[" + std::to_string(i) + "].";
+      tb::fpga::require_object(b, "'" + where.substr(0, where.size() - 1) + "'");
+      std::string name, unit = "ns";
+      double real_time = 0.0;
+      tb::fpga::read_key(b, where, "name", name, true);  // alltoallw/contiguous/<alg>/1/manual_time
+      tb::fpga::read_key(b, where, "time_unit", unit);
+      const auto first = name.find('/'), second = name.find('/', first + 1), third = name.find('/', second + 1);
+      if (name.rfind("alltoallw/contiguous/", 0) != 0 || third == std::string::npos || name.compare(third, 3, "/1/") != 0)
+        continue;
+      tb::fpga::read_key(b, where, "real_time", real_time, true);
+      const double scale = unit == "ns" ? 1e-9 : unit == "us" ? 1e-6 : unit == "ms" ? 1e-3 : unit == "s" ? 1.0 : 0.0;
+      if (scale == 0.0) throw std::invalid_argument("key '" + where + "time_unit': unknown unit '" + unit + "'");
+      measured_1b[name.substr(second + 1, third - second - 1)] = real_time * scale;
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--overheads " + path + ": " + e.what());
   }
   if (measured_1b.count("pack_alltoallv")) measured_1b["local_remap"] = measured_1b["pack_alltoallv"];
   return measured_1b;
@@ -262,6 +302,20 @@ void print_beff(const std::vector<tb::fpga::Network>& nets, int ranks) {
   }
 }
 
+// The pattern to cost: --pattern's recorded call, or the redistribution of --shape on --grid.
+tb::fpga::CommPattern chosen_pattern(const Options& o) {
+  if (!o.pattern_file.empty()) return tb::fpga::recorded_pattern(o.pattern_file, o.call);
+  tb::check_shape("--shape", o.shape, 2);
+  const auto element = tb::for_option("--type", [&] { return tb::parse_element_type(o.type); });
+  const int d = static_cast<int>(o.shape.size());
+  return tb::for_option("--shape/--grid/--from-axis/--to-axis", [&] {
+    return tb::fpga::redistribution_pattern(o.shape, o.grid, o.from_axis >= 0 ? o.from_axis : d - 1, o.to_axis,
+                                            static_cast<std::int64_t>(tb::element_size(element)));
+  });
+}
+
+// Every input is read and checked, and every output path tried, before the memory is measured
+// (seconds) or anything is written.
 int run(Options& o) {
   tb::check_settings();
   if (o.list_algorithms) {
@@ -270,20 +324,16 @@ int run(Options& o) {
   }
   tb::check_writable("--csv", o.csv);
   tb::check_writable("--save-memory", o.save_memory);
-  const tb::fpga::CommPattern pattern =
-      o.pattern_file.empty()
-          ? tb::fpga::redistribution_pattern(o.shape, o.grid, o.from_axis >= 0 ? o.from_axis : static_cast<int>(o.shape.size()) - 1,
-                                             o.to_axis, static_cast<std::int64_t>(tb::element_size(tb::parse_element_type(o.type))))
-          : tb::fpga::recorded_pattern(o.pattern_file, o.call);
+  const tb::fpga::CommPattern pattern = chosen_pattern(o);
   const int ranks = pattern.ranks();
   if (o.networks.empty())
     for (const char* f : {"iec_ring.json", "iec_torus.json", "pcie_mpi_520n.json", "pcie_mpi_520n_measured.json", "host_calibrated.json"})
       o.networks.push_back(network_dir() + f);
   const auto chosen = chosen_algorithms(o);
-  const auto [memory, memory_source] = memory_model(o);
-
   std::vector<tb::fpga::Network> nets;
   for (const auto& f : o.networks) nets.push_back(tb::fpga::Network::from_file(f, ranks));
+  const auto measured_1b = measured_at_one_byte(o.overheads_file);
+  const auto [memory, memory_source] = memory_model(o);
 
   print_header(o, pattern, memory, memory_source, nets);
   std::ofstream out;
@@ -291,8 +341,10 @@ int run(Options& o) {
     out.open(o.csv);
     out << "pattern,ranks,algorithm,network,communication_s,local_s,overhead_s,total_s,phases,messages\n";
   }
-  print_costs(o, pattern, memory, nets, chosen, measured_at_one_byte(o.overheads_file), out);
+  print_costs(o, pattern, memory, nets, chosen, measured_1b, out);
   if (o.beff) print_beff(nets, ranks);
+  if (!o.csv.empty() && !(out.flush()))
+    throw std::runtime_error("--csv " + o.csv + ": cannot be written");
   return 0;
 }
 
@@ -301,6 +353,7 @@ int run(Options& o) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"Modelled cost of one Alltoallw per algorithm on IEC, PCIe+MPI and calibrated host networks"};
+  tb::use_tool_errors(app, "tb-model");
   add_options(app, o);
   CLI11_PARSE(app, argc, argv);
   if (o.list_settings) {

@@ -8,6 +8,7 @@
 #include "collectives/registry.hpp"
 #include "fpga_transport/network.hpp"
 #include "fpga_transport/ptrans.hpp"
+#include "microbench/checks.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <vector>
@@ -57,14 +59,19 @@ Measurement measure(const Options& opt, tb::fpga::Ptrans& pt) {
   return m;
 }
 
-// The model's time of the transposition on IEC: every off-diagonal FPGA pair (y,x)-(x,y) wired
-// with all 4 channels.
-double iec_transposition_s(const Options& opt, const tb::fpga::Ptrans& pt, int size) {
+// The IEC network of the prediction: every off-diagonal FPGA pair (y,x)-(x,y) of the p x p grid
+// wired with all 4 channels; the link parameters from --iec (a network JSON) or built in.
+tb::fpga::Network iec_network(const Options& opt, int p) {
   nlohmann::json spec;
   if (!opt.iec_file.empty()) {
     std::ifstream f(opt.iec_file);
-    if (!f) throw std::invalid_argument("cannot read " + opt.iec_file);
-    f >> spec;
+    if (!f) throw std::invalid_argument("--iec " + opt.iec_file + ": cannot be read");
+    try {
+      f >> spec;
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument("--iec " + opt.iec_file + ": not JSON: " + e.what());
+    }
+    if (!spec.is_object()) throw std::invalid_argument("--iec " + opt.iec_file + ": not a JSON object");
   } else {
     spec = {{"name", "iec-transpose"}, {"kind", "iec"},
             {"iec", {{"channel_width_bytes", 32}, {"clock_hz", 156.25e6}, {"latency_s", 520e-9}}}};
@@ -72,16 +79,48 @@ double iec_transposition_s(const Options& opt, const tb::fpga::Ptrans& pt, int s
   spec["kind"] = "iec";
   spec["topology"] = "links";
   spec["links"] = nlohmann::json::array();
-  const int p = pt.grid();
   for (int y = 0; y < p; ++y)
     for (int x = y + 1; x < p; ++x) spec["links"].push_back({y * p + x, x * p + y, 4});
-  const tb::fpga::Network iec = tb::fpga::Network::from_json(spec, size);
+  try {
+    return tb::fpga::Network::from_json(spec, p * p);
+  } catch (const std::invalid_argument& e) {
+    if (opt.iec_file.empty()) throw;
+    throw std::invalid_argument("--iec " + opt.iec_file + ": " + e.what());
+  }
+}
+
+// The model's time of the transposition on the IEC network.
+double iec_transposition_s(const Options& opt, const tb::fpga::Ptrans& pt) {
+  const int p = pt.grid();
+  const tb::fpga::Network iec = iec_network(opt, p);
   const double m = static_cast<double>(pt.local_rows());
   std::vector<tb::fpga::Message> messages;
   for (int y = 0; y < p; ++y)
     for (int x = 0; x < p; ++x)
       if (x != y) messages.push_back({y * p + x, x * p + y, m * m * 8.0});
   return iec.phase_time_s(messages);
+}
+
+// Everything the command line decides, on every rank before any collective: the grid, n and nb,
+// the matrices' memory, the algorithm, the --iec file and the --json path.
+void validate(const Options& opt) {
+  int size = 1;
+  TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  const int p = static_cast<int>(std::lround(std::sqrt(static_cast<double>(size))));
+  if (p * p != size)
+    throw std::invalid_argument("PTRANS needs a square P x P grid (as HPCC FPGA): " + std::to_string(size) +
+                                " ranks is not a square");
+  if (opt.n % (opt.nb * p) != 0)
+    throw std::invalid_argument("--n " + std::to_string(opt.n) + " must be a multiple of --nb * P = " +
+                                std::to_string(opt.nb) + " * " + std::to_string(p));
+  const std::int64_t m = opt.n / p;
+  if (m * m > std::int64_t{1} << 31)
+    throw std::invalid_argument("--n " + std::to_string(opt.n) + ": the local " + std::to_string(m) + "x" +
+                                std::to_string(m) + " matrix is too large for one MPI count (2^31 elements)");
+  tb::check_array_fits("--n", {m, m}, 8, 1, 4);  // A, B, C and A^T of doubles on every rank
+  tb::for_option("--algorithm", [&] { return tb::make_alltoallw(opt.algorithm); });
+  iec_network(opt, p);
+  tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
 }
 
 void report(const Options& opt, const tb::fpga::Ptrans& pt, int size, const nlohmann::json& meta,
@@ -119,7 +158,7 @@ int run(const Options& opt) {
   try {  // bad input (the grid, the matrix, an --iec file) is the same clear error on every rank
     tb::fpga::Ptrans pt(MPI_COMM_WORLD, opt.n, opt.nb, opt.algorithm);
     const Measurement m = measure(opt, pt);
-    const double predicted_comm = iec_transposition_s(opt, pt, size);
+    const double predicted_comm = iec_transposition_s(opt, pt);
     const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
     if (rank == 0) report(opt, pt, size, meta, m, predicted_comm);
     return m.ok ? 0 : 1;
@@ -134,13 +173,15 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"PTRANS (C = B + A^T) with one Alltoallw of derived datatypes for the transposition"};
-  app.add_option("--n", opt.n, "matrix order")->capture_default_str();
-  app.add_option("--nb", opt.nb, "block size")->capture_default_str();
+  app.add_option("--n", opt.n, "matrix order")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31));
+  app.add_option("--nb", opt.nb, "block size")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31));
   app.add_option("--algorithm", opt.algorithm, "registered Alltoallw algorithm")->capture_default_str();
-  app.add_option("--repetitions", opt.repetitions, "timed repetitions (fastest reported)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--repetitions", opt.repetitions, "timed repetitions (fastest reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   app.add_option("--iec", opt.iec_file, "IEC link parameters for the prediction (a network JSON; default: built-in 520N figures)");
   app.add_option("--json", opt.json, "write the result and metadata as JSON (rank 0)");
   return tb::mpi_tool_main(
-      argc, argv, "tb-ptrans", app, [&] { tb::check_writable(MPI_COMM_WORLD, "--json", opt.json); },
+      argc, argv, "tb-ptrans", app, [&] { validate(opt); },
       [&] { return run(opt); }, [] { return tb::alltoallw_algorithm_list(); });
 }
