@@ -1,5 +1,7 @@
 #include "collectives/settings.hpp"
 
+#include "collectives/registry.hpp"
+
 #include <array>
 #include <cerrno>
 #include <cstdlib>
@@ -203,6 +205,11 @@ void check_settings() {
         &s.ucx_timeout_s.error(), &s.conformance_seed.error(), &s.conformance_cases.error(),
         &s.conformance_shared_send.error(), &s.fft_test_seed.error()})
     if (!error->empty()) throw std::invalid_argument(*error);
+  // TB_ALLTOALLW must name a registered algorithm (plugins included) even where a tool names its
+  // own: a typo would otherwise go unnoticed. make_alltoallw("") throws the registry's error,
+  // which names the variable and lists the algorithms.
+  const std::string& chosen = s.alltoallw.get();
+  if (!chosen.empty() && !is_alltoallw_algorithm(chosen)) make_alltoallw("");
 }
 
 }  // namespace tb
