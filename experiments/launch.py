@@ -278,6 +278,10 @@ def main(argv=None):
     parser.add_argument("tool")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args(argv)
+    if options.ranks < 1:
+        parser.error(f"-n/--ranks must be at least 1, not {options.ranks}")
+    if options.timeout is not None and not options.timeout > 0:
+        parser.error(f"--timeout must be a positive number of seconds, not {options.timeout}")
 
     env = {}
     for item in options.env:

@@ -84,8 +84,15 @@ ENV_PREFIX = "env:"
 
 
 def load_definition(path):
-    with open(path) as f:
-        d = json.load(f)
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        raise ValueError(f"{path}: the definition cannot be read ({e.strerror})") from None
+    except ValueError as e:
+        raise ValueError(f"{path}: the definition is not JSON ({e})") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{path}: the definition must be a JSON object, not {type(d).__name__}")
     for key in ("name", "tool"):
         if key not in d:
             raise ValueError(f"{path}: the definition needs '{key}'")
@@ -373,6 +380,10 @@ def main(argv=None):
                         help="seconds a job may take to exit once its results are written")
     parser.add_argument("--list", action="store_true", help="print the points and whether they are done")
     options = parser.parse_args(argv)
+    if not options.timeout > 0:
+        parser.error(f"--timeout must be a positive number of seconds, not {options.timeout}")
+    if options.hosts < 1 or (options.cliques is not None and options.cliques < 1):
+        parser.error("--hosts and --cliques must be at least 1")
 
     try:
         definition = load_definition(options.definition)
