@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Bad input to every tool must be a clear, named error: a table of cases, each run once.
+
+A case passes when the command exits non-zero, was not killed by a signal (nor reports one: MPI
+launchers print "BAD TERMINATION" or "signal"), printed no uncaught-exception or sanitizer text,
+finished within the time limit, and its output (stdout and stderr) matches the case's regex,
+which names the problem. MPI tools run under --mpiexec with 1 or 2 ranks; tb-model and the
+Python runners run directly. A tool that this build does not have (tb-fftw-mpi is built only
+where libfftw3-mpi is found: the Open MPI build) is reported as skipped with the reason.
+
+    tests/bad_input.py --bin build/mpich/bin --mpiexec mpiexec.mpich
+    tests/bad_input.py --bin build/openmpi/bin --mpiexec mpiexec.openmpi --mpiexec-flag=--oversubscribe
+    tests/bad_input.py --bin build/mpich/bin -k tb-model --markdown cases.md
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+MPI_TOOLS = {"tb-bench", "tb-bench-pack", "tb-redistribute", "tb-fft", "tb-fftw-mpi", "tb-beff", "tb-ptrans"}
+PYTHON_TOOLS = {"run.py": "experiments/run.py", "launch.py": "experiments/launch.py", "report.py": "analysis/report.py"}
+NOT_BUILT = {"tb-fftw-mpi": "built only where libfftw3-mpi is found (the Open MPI build)"}
+NOWHERE = "/nonexistent/dir/x"  # an output path that cannot be written
+
+# Text that means the tool crashed, aborted or let an exception escape, whatever its exit code.
+CRASH = re.compile(r"BAD TERMINATION|KILLED BY SIGNAL|[Ss]ignal \d+|Segmentation fault|terminate called|"
+                   r"what\(\): |Traceback \(most recent call last\)|MPI_Abort|AddressSanitizer|"
+                   r"runtime error: |std::bad_alloc|\bstoll\b|\bstoi\b")
+
+
+@dataclass
+class Case:
+    name: str
+    tool: str
+    args: list
+    expect: str  # regex that names the problem
+    ranks: int = 1
+    env: dict = field(default_factory=dict)
+
+
+def C(name, tool, args, expect, ranks=1, **env):
+    return Case(name, tool, args, expect, ranks, env)
+
+
+# Input files the cases read ({tmp}/NAME); JSON values are dumped, strings written as they are.
+FILES = {
+    "garbage.txt": "this is not JSON nor FFTW wisdom\n",
+    "net-unknown-key.json": {"name": "n", "kind": "host", "host": {"alpha_s": 1e-6, "beta_s_per_byte": 1e-10},
+                             "bandwdith": 5},
+    "net-wrong-type.json": {"name": "n", "kind": "host", "host": {"alpha_s": "fast", "beta_s_per_byte": 1e-10}},
+    "net-nested-unknown.json": {"name": "n", "kind": "iec", "iec": {"clock_hz": 1e8, "clokc_hz": 2e8}},
+    "net-no-kind.json": {"name": "n", "host": {"alpha_s": 1e-6, "beta_s_per_byte": 1e-10}},
+    "net-host-missing.json": {"name": "n", "kind": "host"},
+    "net-array.json": [1, 2, 3],
+    "net-bad-links.json": {"name": "n", "kind": "iec", "topology": "links", "links": [[0]]},
+    "net-channels-float.json": {"name": "n", "kind": "iec", "channels_per_fpga": 2.5},
+    "memory-unknown-key.json": {"copy_bandwidth_bytes_per_s": 1e10, "per_blok_s": 1e-9},
+    "memory-wrong-type.json": {"copy_bandwidth_bytes_per_s": "10 GB/s"},
+    "overheads-no-benchmarks.json": {"context": {}},
+    "overheads-bad-time.json": {"benchmarks": [{"name": "alltoallw/contiguous/native/1/manual_time",
+                                                 "real_time": "fast", "time_unit": "us"}]},
+    "pattern-negative.jsonl": json.dumps({"ranks": 2, "pairs": [[0, 1, -64, 1, 1]]}) + "\n",
+    "pattern-zero-ranks.jsonl": json.dumps({"ranks": 0, "pairs": []}) + "\n",
+    "pattern-huge-ranks.jsonl": json.dumps({"ranks": 1000000, "pairs": []}) + "\n",
+    "pattern-unknown-key.jsonl": json.dumps({"ranks": 2, "pairs": [], "pears": []}) + "\n",
+    "pattern-outside.jsonl": json.dumps({"ranks": 2, "pairs": [[0, 5, 64, 1, 1]]}) + "\n",
+    "pattern-short-row.jsonl": json.dumps({"ranks": 2, "pairs": [[0, 1, 64]]}) + "\n",
+    "pattern-ok.jsonl": json.dumps({"ranks": 2, "pairs": [[0, 1, 64, 1, 1]]}) + "\n",
+    "definition-list.json": [1],
+    "definition-no-tool.json": {"name": "x", "ranks": [1]},
+    "definition-not-json.json": "{name: x\n",
+    "definition-ok.json": {"name": "x", "tool": "tb-model", "args": {"--shape": "8,8,8"}},
+    "empty-store.jsonl": "",
+}
+
+CASES = [
+    # tb-bench: message sizes, names, counts, output
+    C("tb-bench.m-not-a-number", "tb-bench", ["-m", "abc"], r"tb-bench: error: -m: 'abc' is not a size"),
+    C("tb-bench.m-not-a-number.np2", "tb-bench", ["-m", "abc"], r"-m: 'abc' is not a size", ranks=2),
+    C("tb-bench.m-bad-suffix", "tb-bench", ["-m", "4X"], r"-m: unknown size suffix 'X' in '4X'"),
+    C("tb-bench.m-zero", "tb-bench", ["-m", "0"], r"-m: sizes must be at least 1 byte, got '0'"),
+    C("tb-bench.m-overflow", "tb-bench", ["-m", "1:99999999999999999999"], r"-m: '99999999999999999999' is not a size"),
+    C("tb-bench.m-over-limit", "tb-bench", ["-m", "1:2G"], r"-m: '2G' is more than the limit of 1G bytes per peer"),
+    C("tb-bench.m-max-below-min", "tb-bench", ["-m", "64:8"], r"-m 64:8: max below min"),
+    C("tb-bench.m-not-power-of-two", "tb-bench", ["-m", "3:8"], r"-m 3:8: the minimum must be a power of two"),
+    C("tb-bench.algorithm-unknown", "tb-bench", ["--algorithms", "nosuch"],
+      r"--algorithms: unknown Alltoallw algorithm 'nosuch'"),
+    C("tb-bench.algorithms-empty-entry", "tb-bench", ["--algorithms", "native,,pairwise"],
+      r"--algorithms: name 1 is empty in 'native,,pairwise'"),
+    C("tb-bench.layout-unknown", "tb-bench", ["--layouts", "bogus"], r"--layouts: unknown layout 'bogus'"),
+    C("tb-bench.layout-vector-not-power-of-two", "tb-bench", ["--layouts", "vector3"],
+      r"--layouts: layout 'vector3': use vector<B> with B a power of two"),
+    C("tb-bench.iterations-negative", "tb-bench", ["-i", "-1"], r"--iterations: Value -1 not in range"),
+    C("tb-bench.warmup-huge", "tb-bench", ["-x", "99999999"], r"--warmup: Value 99999999 not in range"),
+    C("tb-bench.buffers-unknown", "tb-bench", ["--buffers", "gpu"], r"--buffers: gpu not in \{private,shared\}"),
+    C("tb-bench.paper-max-seconds-nan", "tb-bench", ["--paper-max-seconds", "nan"],
+      r"--paper-max-seconds: value nan is not in \[0"),
+    C("tb-bench.benchmark-out-unwritable", "tb-bench", [f"--benchmark_out={NOWHERE}.json"],
+      r"--benchmark_out /nonexistent/dir/x.json: cannot be written"),
+    C("tb-bench.unknown-option", "tb-bench", ["--bogus"], r"tb-bench: error: .*--bogus"),
+    # tb-bench-pack (Google Benchmark's flags only)
+    C("tb-bench-pack.unknown-option", "tb-bench-pack", ["--bogus"], r"unrecognized command-line flag: --bogus"),
+    C("tb-bench-pack.setting-malformed", "tb-bench-pack", [], r"TB_STREAMING_STORES='sometimes': use auto, never or always",
+      TB_STREAMING_STORES="sometimes"),
+    # tb-redistribute: shapes, grids, axes, names, counts, outputs
+    C("tb-redistribute.shape-empty-axis", "tb-redistribute", ["--shape", "8,,8"],
+      r"tb-redistribute: error: --shape: axis 1 is empty in '8,,8'", ranks=2),
+    C("tb-redistribute.shape-one-axis", "tb-redistribute", ["--shape", "8"], r"--shape needs at least 2 axes, got 1", ranks=2),
+    C("tb-redistribute.shape-zero-axis", "tb-redistribute", ["--shape", "0,8,8"], r"--shape: axis 0 is 0 in '0,8,8'", ranks=2),
+    C("tb-redistribute.shape-negative-axis", "tb-redistribute", ["--shape", "8,-4,8"], r"--shape: axis 1 is -4", ranks=2),
+    C("tb-redistribute.shape-not-a-number", "tb-redistribute", ["--shape", "8,x,8"], r"--shape: axis 1 is 'x' in '8,x,8'"),
+    C("tb-redistribute.shape-huge", "tb-redistribute", ["--shape", "100000,100000,100000"],
+      r"--shape 100000x100000x100000: the array does not fit: it would need \d+ bytes per rank", ranks=2),
+    C("tb-redistribute.shape-overflow", "tb-redistribute", ["--shape", "2000000000,2000000000,2000000000"],
+      r"--shape 2000000000x2000000000x2000000000: the array does not fit: it would need more than 2\^63 bytes"),
+    C("tb-redistribute.shape-axis-over-int", "tb-redistribute", ["--shape", "8,3000000000"],
+      r"--shape: axis 1 is 3000000000 .*from 1 to 2147483647"),
+    C("tb-redistribute.grid-negative", "tb-redistribute", ["--grid", "-1"], r"--grid -1: dimension -1 is negative", ranks=2),
+    C("tb-redistribute.grid-too-many-dimensions", "tb-redistribute", ["--shape", "8,8", "--grid", "1,1"],
+      r"--grid: a 2-d array takes a grid of 1 to 1 dimensions, got 2"),
+    C("tb-redistribute.grid-wrong-ranks", "tb-redistribute", ["--grid", "3"], r"--grid: grid 3 needs 3 ranks, the job has 2",
+      ranks=2),
+    C("tb-redistribute.grid-empty-entry", "tb-redistribute", ["--grid", "1,,2"], r"--grid: entry 1 is empty in '1,,2'"),
+    C("tb-redistribute.axes-equal", "tb-redistribute", ["--from-axis", "1", "--to-axis", "1"],
+      r"--from-axis and --to-axis must differ"),
+    C("tb-redistribute.axis-out-of-range", "tb-redistribute", ["--to-axis", "5"],
+      r"--from-axis and --to-axis must lie in 0..2, got 2 and 5"),
+    C("tb-redistribute.type-unknown", "tb-redistribute", ["--type", "f16"], r"--type: unknown element type 'f16'"),
+    C("tb-redistribute.method-unknown", "tb-redistribute", ["--method", "nosuch"],
+      r"--method: unknown Alltoallw algorithm 'nosuch'", ranks=2),
+    C("tb-redistribute.method-empty-entry", "tb-redistribute", ["--method", "native,"], r"--method: name 1 is empty in 'native,'"),
+    C("tb-redistribute.inner-zero", "tb-redistribute", ["--inner", "0"], r"--inner: Value 0 not in range"),
+    C("tb-redistribute.outer-huge", "tb-redistribute", ["--outer", "1000000000"], r"--outer: Value 1000000000 not in range"),
+    C("tb-redistribute.max-seconds-negative", "tb-redistribute", ["--max-seconds", "-1"],
+      r"--max-seconds: value -1 is not in \[0"),
+    C("tb-redistribute.inner-not-a-number", "tb-redistribute", ["--inner", "many"], r"--inner.*many"),
+    C("tb-redistribute.buffers-unknown", "tb-redistribute", ["--buffers", "gpu"], r"--buffers: gpu not in"),
+    C("tb-redistribute.csv-unwritable", "tb-redistribute", ["--csv", NOWHERE + ".csv"],
+      r"--csv /nonexistent/dir/x.csv: cannot be written", ranks=2),
+    C("tb-redistribute.json-unwritable", "tb-redistribute", ["--json", NOWHERE + ".json"],
+      r"--json /nonexistent/dir/x.json: cannot be written"),
+    C("tb-redistribute.unknown-option", "tb-redistribute", ["--shpae", "8,8"], r"tb-redistribute: error: .*--shpae"),
+    # TB_* settings (collectives/settings.cpp), checked by every tool before any work
+    C("settings.TB_CHECKED", "tb-redistribute", [], r"TB_CHECKED='2': use 0 or 1", ranks=2, TB_CHECKED="2"),
+    C("settings.TB_NUM_NODES", "tb-redistribute", [], r"TB_NUM_NODES='abc': use a positive integer", TB_NUM_NODES="abc"),
+    C("settings.TB_RANKS_PER_NODE-zero", "tb-fft", [], r"TB_RANKS_PER_NODE='0': use a positive integer",
+      TB_RANKS_PER_NODE="0"),
+    C("settings.TB_NODE_LEADERS", "tb-bench", [], r"TB_NODE_LEADERS='0': use a positive integer or numa",
+      TB_NODE_LEADERS="0"),
+    C("settings.TB_UCX_TIMEOUT_S", "tb-ptrans", [], r"TB_UCX_TIMEOUT_S='-1': use seconds > 0", TB_UCX_TIMEOUT_S="-1"),
+    C("settings.TB_ALLTOALLW_VERBOSE", "tb-beff", [], r"TB_ALLTOALLW_VERBOSE='3': use 0, 1 or 2", ranks=2,
+      TB_ALLTOALLW_VERBOSE="3"),
+    C("settings.TB_UCX_PACK_BELOW", "tb-model", [], r"TB_UCX_PACK_BELOW='-5'", TB_UCX_PACK_BELOW="-5"),
+    C("settings.TB_ALLTOALLW-unknown", "tb-redistribute", ["--method", "native"],
+      r"TB_ALLTOALLW.*unknown Alltoallw algorithm 'nosuch'|unknown Alltoallw algorithm 'nosuch'.*TB_ALLTOALLW",
+      TB_ALLTOALLW="nosuch"),
+    C("settings.TB_ALGORITHM_PLUGINS", "tb-bench", ["--algorithms", "all"], r"TB_ALGORITHM_PLUGINS: cannot load '/no/such/plugin.so'",
+      TB_ALGORITHM_PLUGINS="/no/such/plugin.so"),
+    # tb-fft
+    C("tb-fft.shape-empty-axis", "tb-fft", ["--shape", "8,,8"], r"tb-fft: error: --shape: axis 1 is empty in '8,,8'"),
+    C("tb-fft.shape-zero-axis", "tb-fft", ["--shape", "8,0"], r"--shape: axis 1 is 0", ranks=2),
+    C("tb-fft.shape-huge", "tb-fft", ["--shape", "100000,100000,100000"], r"--shape 100000x100000x100000: the array does not fit"),
+    C("tb-fft.wisdom-unreadable", "tb-fft", ["--wisdom", "{tmp}/garbage.txt", "--shape", "8,8"],
+      r"--wisdom .*/garbage.txt: FFTW cannot read it", ranks=2),
+    C("tb-fft.wisdom-unwritable", "tb-fft", ["--wisdom", NOWHERE + ".wisdom"], r"--wisdom /nonexistent/dir/x.wisdom: cannot be written"),
+    C("tb-fft.kind-unknown", "tb-fft", ["--kind", "r2r"], r"--kind: unknown FFT kind 'r2r'"),
+    C("tb-fft.precision-unknown", "tb-fft", ["--precision", "half"], r"--precision: unknown precision 'half'"),
+    C("tb-fft.planner-unknown", "tb-fft", ["--planner", "quick"], r"--planner: unknown FFTW planner 'quick'"),
+    C("tb-fft.normalization-unknown", "tb-fft", ["--normalization", "unit"], r"--normalization: unknown normalisation 'unit'"),
+    C("tb-fft.serial-unknown", "tb-fft", ["--serial", "strided,diagonal"], r"--serial: unknown serial layout 'diagonal'"),
+    C("tb-fft.grid-too-many-dimensions", "tb-fft", ["--shape", "8,8,8", "--grid", "1,1,1"],
+      r"--grid: a 3-d array takes a grid of 1 to 2 dimensions, got 3"),
+    C("tb-fft.grid-wrong-ranks", "tb-fft", ["--grid", "2,2"], r"--grid: grid 2x2 needs 4 ranks, the job has 2", ranks=2),
+    C("tb-fft.seed-negative", "tb-fft", ["--seed", "-1"], r"--seed.*-1"),
+    C("tb-fft.method-unknown", "tb-fft", ["--method", "nosuch"], r"--method: unknown Alltoallw algorithm 'nosuch'"),
+    C("tb-fft.outer-zero", "tb-fft", ["--outer", "0"], r"--outer: Value 0 not in range"),
+    C("tb-fft.csv-unwritable", "tb-fft", ["--csv", NOWHERE + ".csv"], r"--csv /nonexistent/dir/x.csv: cannot be written", ranks=2),
+    # tb-fftw-mpi (Open MPI build)
+    C("tb-fftw-mpi.shape-zero-axis", "tb-fftw-mpi", ["--shape", "0,8,8"], r"tb-fftw-mpi: error: --shape: axis 0 is 0", ranks=2),
+    C("tb-fftw-mpi.shape-negative-axis", "tb-fftw-mpi", ["--shape", "-4,8,8"], r"--shape: axis 0 is -4", ranks=2),
+    C("tb-fftw-mpi.shape-two-axes", "tb-fftw-mpi", ["--shape", "8,8"], r"--shape needs at least 3 axes, got 2"),
+    C("tb-fftw-mpi.shape-empty-axis", "tb-fftw-mpi", ["--shape", "8,,8"], r"--shape: axis 1 is empty in '8,,8'"),
+    C("tb-fftw-mpi.shape-huge", "tb-fftw-mpi", ["--shape", "100000,100000,100000"], r"the array does not fit"),
+    C("tb-fftw-mpi.planner-unknown", "tb-fftw-mpi", ["--planner", "quick"], r"--planner: quick not in"),
+    C("tb-fftw-mpi.inner-zero", "tb-fftw-mpi", ["--inner", "0"], r"--inner: Value 0 not in range"),
+    C("tb-fftw-mpi.json-unwritable", "tb-fftw-mpi", ["--json", NOWHERE + ".json"], r"--json /nonexistent/dir/x.json: cannot be written"),
+    # tb-beff: loop rules bounded
+    C("tb-beff.u-huge", "tb-beff", ["-u", "2147483647"], r"tb-beff: error: -u: Value 2147483647 not in range", ranks=2),
+    C("tb-beff.l-above-u", "tb-beff", ["-u", "10", "-l", "20"], r"-u 10 is below -l 20", ranks=2),
+    C("tb-beff.d-zero", "tb-beff", ["-d", "0"], r"-d: Value 0 not in range"),
+    C("tb-beff.max-exponent-too-big", "tb-beff", ["--max-exponent", "31"], r"--max-exponent: Value 31 not in range"),
+    C("tb-beff.repetitions-zero", "tb-beff", ["--repetitions", "0"], r"--repetitions: Value 0 not in range"),
+    C("tb-beff.loop-divisor-negative", "tb-beff", ["--loop-divisor", "-3"], r"--loop-divisor: Value -3 not in range"),
+    C("tb-beff.fit-out-unwritable", "tb-beff", ["--fit-out", NOWHERE + ".json"],
+      r"--fit-out /nonexistent/dir/x.json: cannot be written", ranks=2),
+    # tb-ptrans
+    C("tb-ptrans.not-square", "tb-ptrans", ["--n", "64"], r"needs a square P x P grid", ranks=2),
+    C("tb-ptrans.n-not-multiple", "tb-ptrans", ["--n", "100", "--nb", "64"], r"--n 100 must be a multiple of --nb \* P = 64 \* 1"),
+    C("tb-ptrans.n-zero", "tb-ptrans", ["--n", "0"], r"--n: Value 0 not in range"),
+    C("tb-ptrans.n-huge", "tb-ptrans", ["--n", "2000000000", "--nb", "1"], r"--n 2000000000: the local .* too large for one MPI count"),
+    C("tb-ptrans.algorithm-unknown", "tb-ptrans", ["--algorithm", "nosuch"], r"--algorithm: unknown Alltoallw algorithm 'nosuch'"),
+    C("tb-ptrans.iec-unknown-key", "tb-ptrans", ["--iec", "{tmp}/net-nested-unknown.json"],
+      r"--iec .*net-nested-unknown.json: in 'iec': unknown key 'clokc_hz'"),
+    C("tb-ptrans.iec-not-json", "tb-ptrans", ["--iec", "{tmp}/garbage.txt"], r"--iec .*garbage.txt: not JSON"),
+    C("tb-ptrans.iec-missing", "tb-ptrans", ["--iec", "/nonexistent.json"], r"--iec /nonexistent.json: cannot be read"),
+    C("tb-ptrans.json-unwritable", "tb-ptrans", ["--json", NOWHERE + ".json"], r"--json /nonexistent/dir/x.json: cannot be written"),
+    C("tb-ptrans.repetitions-zero", "tb-ptrans", ["--repetitions", "0"], r"--repetitions: Value 0 not in range"),
+    # tb-model: network, memory, overheads and pattern files; shapes; outputs
+    C("tb-model.network-unknown-key", "tb-model", ["--network", "{tmp}/net-unknown-key.json"],
+      r"network file .*net-unknown-key.json: unknown key 'bandwdith'"),
+    C("tb-model.network-wrong-type", "tb-model", ["--network", "{tmp}/net-wrong-type.json"],
+      r"network file .*net-wrong-type.json: in 'host': key 'alpha_s': expected a number, got string"),
+    C("tb-model.network-nested-unknown-key", "tb-model", ["--network", "{tmp}/net-nested-unknown.json"],
+      r"network file .*: in 'iec': unknown key 'clokc_hz'"),
+    C("tb-model.network-no-kind", "tb-model", ["--network", "{tmp}/net-no-kind.json"],
+      r"network file .*net-no-kind.json: missing required key 'kind'"),
+    C("tb-model.network-host-section-missing", "tb-model", ["--network", "{tmp}/net-host-missing.json"],
+      r"network file .*: .*kind host needs the key 'host'"),
+    C("tb-model.network-not-an-object", "tb-model", ["--network", "{tmp}/net-array.json"],
+      r"network file .*net-array.json: .*must be a JSON object"),
+    C("tb-model.network-bad-links", "tb-model", ["--network", "{tmp}/net-bad-links.json"],
+      r"network file .*: .*every entry of 'links' is \[u, v\]"),
+    C("tb-model.network-integer-expected", "tb-model", ["--network", "{tmp}/net-channels-float.json"],
+      r"key 'channels_per_fpga': expected an integer, got number 2.5"),
+    C("tb-model.network-not-json", "tb-model", ["--network", "{tmp}/garbage.txt"], r"network file .*garbage.txt: not JSON"),
+    C("tb-model.network-missing", "tb-model", ["--network", "/nonexistent.json"], r"network file /nonexistent.json cannot be read"),
+    C("tb-model.network-empty-entry", "tb-model", ["--network", "a.json,,b.json"], r"--network: file 1 is empty"),
+    C("tb-model.memory-unknown-key", "tb-model", ["--memory", "{tmp}/memory-unknown-key.json"],
+      r"--memory .*memory-unknown-key.json: unknown key 'per_blok_s'"),
+    C("tb-model.memory-wrong-type", "tb-model", ["--memory", "{tmp}/memory-wrong-type.json"],
+      r"--memory .*: key 'copy_bandwidth_bytes_per_s': expected a number, got string"),
+    C("tb-model.overheads-no-benchmarks", "tb-model", ["--overheads", "{tmp}/overheads-no-benchmarks.json"],
+      r"--overheads .*: missing required key 'benchmarks'"),
+    C("tb-model.overheads-wrong-type", "tb-model", ["--overheads", "{tmp}/overheads-bad-time.json"],
+      r"--overheads .*: key 'benchmarks\[0\].real_time': expected a number, got string"),
+    C("tb-model.pattern-negative-bytes", "tb-model", ["--pattern", "{tmp}/pattern-negative.jsonl"],
+      r"recorded pattern .*pattern-negative.jsonl, call 0: pattern: pairs\[0\]: bytes and block counts must be >= 0"),
+    C("tb-model.pattern-zero-ranks", "tb-model", ["--pattern", "{tmp}/pattern-zero-ranks.jsonl"], r"pattern: ranks is 0"),
+    C("tb-model.pattern-huge-ranks", "tb-model", ["--pattern", "{tmp}/pattern-huge-ranks.jsonl"],
+      r"pattern: ranks is 1000000, must lie in 1..4096"),
+    C("tb-model.pattern-unknown-key", "tb-model", ["--pattern", "{tmp}/pattern-unknown-key.jsonl"], r"unknown key 'pears'"),
+    C("tb-model.pattern-pair-outside", "tb-model", ["--pattern", "{tmp}/pattern-outside.jsonl"],
+      r"pairs\[0\]: pair 0->5 outside the 2 ranks"),
+    C("tb-model.pattern-short-row", "tb-model", ["--pattern", "{tmp}/pattern-short-row.jsonl"],
+      r"pairs\[0\]: expected \[src, dst, bytes, send_blocks, recv_blocks\]"),
+    C("tb-model.pattern-call-beyond", "tb-model", ["--pattern", "{tmp}/pattern-ok.jsonl", "--call", "5"],
+      r"holds 1 call\(s\); call 5 was asked for"),
+    C("tb-model.pattern-call-negative", "tb-model", ["--pattern", "{tmp}/pattern-ok.jsonl", "--call", "-1"],
+      r"--call: Value -1 not in range"),
+    C("tb-model.pattern-missing", "tb-model", ["--pattern", "/nonexistent.jsonl"], r"recorded pattern /nonexistent.jsonl cannot be read"),
+    C("tb-model.csv-unwritable", "tb-model", ["--csv", NOWHERE + ".csv"], r"--csv /nonexistent/dir/x.csv: cannot be written"),
+    C("tb-model.save-memory-unwritable", "tb-model", ["--save-memory", NOWHERE + ".json"],
+      r"--save-memory /nonexistent/dir/x.json: cannot be written"),
+    C("tb-model.shape-empty-axis", "tb-model", ["--shape", "8,,8"], r"tb-model: error: --shape: axis 1 is empty in '8,,8'"),
+    C("tb-model.shape-zero-axis", "tb-model", ["--shape", "8,0,8"], r"--shape: axis 1 is 0"),
+    C("tb-model.grid-zero", "tb-model", ["--grid", "0"], r"pattern: grid dimensions must be >= 1"),
+    C("tb-model.grid-huge", "tb-model", ["--grid", "100000,100000"], r"the grid has more than 4096 ranks"),
+    C("tb-model.axes-equal", "tb-model", ["--from-axis", "0", "--to-axis", "0"], r"from and to axes must differ"),
+    C("tb-model.type-unknown", "tb-model", ["--type", "i8"], r"--type: unknown element type 'i8'"),
+    C("tb-model.algorithm-unknown", "tb-model", ["--algorithm", "nosuch"], r"--algorithm nosuch: not a registered algorithm"),
+    C("tb-model.pack-below-negative", "tb-model", ["--pack-below", "-1"], r"--pack-below: value -1 is not in \[0"),
+    C("tb-model.ranks-per-node-negative", "tb-model", ["--ranks-per-node", "-2"], r"--ranks-per-node: Value -2 not in range"),
+    C("tb-model.buffers-unknown", "tb-model", ["--buffers", "gpu"], r"--buffers: gpu not in"),
+    # the Python runners
+    C("run.py.definition-missing", "run.py", ["/nonexistent/definition.json"],
+      r"run.py: /nonexistent/definition.json: the definition cannot be read"),
+    C("run.py.definition-not-object", "run.py", ["{tmp}/definition-list.json"], r"the definition must be a JSON object"),
+    C("run.py.definition-not-json", "run.py", ["{tmp}/definition-not-json.json"], r"the definition is not JSON"),
+    C("run.py.definition-no-tool", "run.py", ["{tmp}/definition-no-tool.json"], r"the definition needs 'tool'"),
+    C("run.py.mode-unknown", "run.py", ["{tmp}/definition-ok.json", "--mode", "bogus"],
+      r"argument --mode: invalid choice: 'bogus'"),
+    C("run.py.mpi-unknown", "run.py", ["{tmp}/definition-ok.json", "--mpi", "lam"], r"argument --mpi: invalid choice: 'lam'"),
+    C("run.py.args-not-json", "run.py", ["{tmp}/definition-ok.json", "--args", "{x"], r"argument --args: invalid json_object value"),
+    C("run.py.timeout-negative", "run.py", ["{tmp}/definition-ok.json", "--timeout", "-5"], r"--timeout must be a positive number"),
+    C("launch.py.mpi-unknown", "launch.py", ["--mpi", "lam", "tb-model"], r"argument --mpi: invalid choice: 'lam'"),
+    C("launch.py.mode-unknown", "launch.py", ["--mode", "bogus", "tb-model"], r"argument --mode: invalid choice: 'bogus'"),
+    C("launch.py.ranks-zero", "launch.py", ["-n", "0", "tb-bench"], r"-n/--ranks must be at least 1, not 0"),
+    C("launch.py.binary-missing", "launch.py", ["--bin", "/nonexistent", "tb-bench"], r"tb-bench: no executable /nonexistent/tb-bench"),
+    C("report.py.store-missing", "report.py", ["/nonexistent/store.jsonl", "--out", "{tmp}/report"],
+      r"report.py: error: .*No such file or directory: '/nonexistent/store.jsonl'"),
+    C("report.py.store-empty", "report.py", ["{tmp}/empty-store.jsonl", "--out", "{tmp}/report"], r"report.py: error: .*"),
+]
+
+
+def write_files(tmp):
+    for name, content in FILES.items():
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(content if isinstance(content, str) else json.dumps(content))
+
+
+def command(case, options, tmp):
+    """The command line of a case, or (None, reason) when its tool is not in this build."""
+    args = [a.replace("{tmp}", tmp) for a in case.args]
+    if case.tool in PYTHON_TOOLS:
+        return [PYTHON, os.path.join(ROOT, PYTHON_TOOLS[case.tool])] + args, None
+    binary = os.path.join(options.bin, case.tool)
+    if not os.access(binary, os.X_OK):
+        return None, f"{case.tool} is not built in {options.bin}" + (f": {NOT_BUILT[case.tool]}" if case.tool in NOT_BUILT else "")
+    if case.tool not in MPI_TOOLS:
+        return [binary] + args, None
+    return [options.mpiexec, options.numproc_flag, str(case.ranks)] + options.mpiexec_flag + [binary] + args, None
+
+
+def run_case(cmd, env, timeout):
+    """(exit code, output, seconds, timed out); the whole process group goes on a timeout."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                            start_new_session=True, text=True, errors="replace")
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        timed_out = True
+    return proc.returncode, out, time.monotonic() - start, timed_out
+
+
+def judge(case, code, out, timed_out, timeout):
+    """Why the outcome fails the case, or '' when it passes."""
+    if timed_out:
+        return f"no answer within {timeout:.0f} s (a hang)"
+    if code < 0:
+        return f"killed by signal {-code}"
+    if code == 0:
+        return "exit code 0: the bad input was accepted"
+    if 128 < code < 160:
+        return f"exit code {code}: the launcher reports signal {code - 128}"
+    crash = CRASH.search(out)
+    if crash:
+        return f"crash or escaped exception in the output: {crash.group(0)!r}"
+    if not re.search(case.expect, out):
+        return f"output does not match /{case.expect}/"
+    return ""
+
+
+def last_line(out):
+    lines = [l.strip() for l in out.splitlines() if l.strip()]
+    return lines[-1] if lines else ""
+
+
+def markdown(results):
+    rows = ["| case | command | expected (regex) | exit | s | outcome |", "|---|---|---|---|---|---|"]
+    esc = lambda t: t.replace("|", "\\|")
+    for case, cmd_text, code, seconds, outcome in results:
+        rows.append(f"| {case.name} | `{esc(cmd_text)}` | `{esc(case.expect)}` | {code} | {seconds} | {esc(outcome)} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Run every bad-input case against the built tools.")
+    parser.add_argument("--bin", default=os.path.join(ROOT, "build", "mpich", "bin"), help="the build's bin folder")
+    parser.add_argument("--mpiexec", default="mpiexec", help="the build's MPI launcher")
+    parser.add_argument("--numproc-flag", default="-n")
+    parser.add_argument("--mpiexec-flag", action="append", default=[], metavar="FLAG",
+                        help="an extra launcher flag before the program (repeatable; --mpiexec-flag=--oversubscribe)")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per case")
+    parser.add_argument("--markdown", help="write the table of cases and outcomes to this file")
+    parser.add_argument("-k", dest="filter", help="run only the cases whose name contains this (or matches it as a regex)")
+    options = parser.parse_args(argv)
+    if not options.timeout > 0:
+        parser.error("--timeout must be positive")
+
+    cases = [c for c in CASES if not options.filter or options.filter in c.name or re.search(options.filter, c.name)]
+    if not cases:
+        print(f"bad_input.py: no case matches -k {options.filter}", file=sys.stderr)
+        return 2
+    results, failed, skipped = [], 0, 0
+    with tempfile.TemporaryDirectory(prefix="tb-bad-input-") as tmp:
+        write_files(tmp)
+        for case in cases:
+            cmd, reason = command(case, options, tmp)
+            if cmd is None:
+                skipped += 1
+                print(f"{case.name:50} skipped: {reason}")
+                results.append((case, " ".join([case.tool] + case.args), "-", "-", f"skipped: {reason}"))
+                continue
+            code, out, seconds, timed_out = run_case(cmd, {**os.environ, **case.env}, options.timeout)
+            why = judge(case, code, out, timed_out, options.timeout)
+            failed += bool(why)
+            env_text = " ".join(f"{k}={v}" for k, v in case.env.items())
+            print(f"{case.name:50} exit {code:>4} {seconds:6.2f} s  {'FAIL: ' + why if why else 'ok'}")
+            if why:
+                print("    $ " + " ".join(cmd) + (f"   [{env_text}]" if env_text else ""))
+                print("    " + "\n    ".join(out.strip().splitlines()[-8:]))
+            cmd_text = " ".join(([env_text] if env_text else []) + (
+                [f"mpiexec -n {case.ranks}"] if case.tool in MPI_TOOLS else []) + [case.tool] + case.args)
+            results.append((case, cmd_text, code, f"{seconds:.2f}", f"FAIL: {why}" if why else f"ok: {last_line(out)}"))
+    ran = len(cases) - skipped
+    print(f"bad_input.py: {ran - failed} of {ran} cases passed, {failed} failed, {skipped} skipped "
+          f"({len(cases)} cases; bin {options.bin})")
+    if options.markdown:
+        with open(options.markdown, "w") as f:
+            f.write(markdown(results))
+            f.write(f"\n{ran - failed} of {ran} cases passed, {failed} failed, {skipped} skipped.\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
