@@ -12,7 +12,7 @@ foreach(family "tb-bench|tb-bench-pack" tb-redistribute settings tb-fft tb-fftw-
   endif()
   add_test(NAME bad-input.${_tb_name}
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/bad_input.py --bin ${CMAKE_BINARY_DIR}/bin
-                   --mpiexec ${MPIEXEC_EXECUTABLE} --numproc-flag ${MPIEXEC_NUMPROC_FLAG} ${_tb_bad_input_flags}
+                   --mpiexec ${MPIEXEC_EXECUTABLE} --numproc-flag=${MPIEXEC_NUMPROC_FLAG} ${_tb_bad_input_flags}
                    -k "^(${family})\\.")
   set_tests_properties(bad-input.${_tb_name} PROPERTIES TIMEOUT 600 LABELS "tool;bad-input"
                        ENVIRONMENT "${TB_MPI_TEST_ENV}" FAIL_REGULAR_EXPRESSION "FAIL:")
