@@ -39,4 +39,9 @@ foreach(line IN LISTS lines)
                            ENVIRONMENT "${TB_MPI_TEST_ENV};LD_PRELOAD=${TB_PMPI_LIBRARY};TB_ALLTOALLW=${algorithm};TB_CHECKED=${flag}")
     endforeach()
   endforeach()
+  # A rank killed mid-call ends the job within 30 s (tests/alltoallw_killed_rank.c).
+  add_test(pmpi.killed-rank.${algorithm}.np3 ${TB_RUN_KILLED_RANK}
+           ${TB_MPIEXEC} ${TB_MPIEXEC_NUMPROC_FLAG} 3 ${TB_MPIEXEC_FLAGS} ${TB_ALLTOALLW_KILLED_RANK})
+  set_tests_properties(pmpi.killed-rank.${algorithm}.np3 PROPERTIES TIMEOUT 90 LABELS "mpi;pmpi;fault"
+                       ENVIRONMENT "${TB_MPI_TEST_ENV};LD_PRELOAD=${TB_PMPI_LIBRARY};TB_ALLTOALLW=${algorithm}")
 endforeach()
