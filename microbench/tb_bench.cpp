@@ -41,6 +41,7 @@
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -308,12 +309,28 @@ Plan validate(const Options& opt) {
       plan.algorithms.push_back(a);
     }
   }
+  if (plan.hi < 16 && std::all_of(opt.layouts.begin(), opt.layouts.end(), is_redistribution_layout))
+    throw std::invalid_argument("-m " + opt.range + ": the slab and pencil layouts need at least 16 bytes per peer "
+                                "(one complex<double>); nothing would run");
   for (const auto& layout : opt.layouts)
     if (layout.rfind("vector", 0) == 0) tb::for_option("--layouts", [&] { return block_bytes(layout); });
     else if (!is_redistribution_layout(layout) && layout != "contiguous")
       throw std::invalid_argument("--layouts: unknown layout '" + layout +
                                   "' (use contiguous, vector<B> such as vector64, slab or pencil)");
   return plan;
+}
+
+// Google Benchmark takes a negative --benchmark_repetitions and fails inside with
+// "vector::reserve": checked here first.
+void check_benchmark_flags(const std::vector<char*>& args) {
+  for (const char* a : args) {
+    if (std::strncmp(a, "--benchmark_repetitions=", 24) != 0) continue;
+    int n = 0;
+    const std::string text = a + 24;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc{} || end != text.data() + text.size() || n < 1 || n > 1000000)
+      throw std::invalid_argument("--benchmark_repetitions: '" + text + "' is not a count from 1 to 1000000");
+  }
 }
 
 // --benchmark_out=<path> as rank 0 was given it (the other ranks drop the flag), or "".
@@ -362,6 +379,13 @@ int main(int argc, char** argv) {
   if (rank != 0)
     std::erase_if(args, [](const char* a) { return std::strncmp(a, "--benchmark_out", 15) == 0; });
   int n = static_cast<int>(args.size());
+  try {
+    check_benchmark_flags(args);
+  } catch (const std::invalid_argument& e) {
+    if (rank == 0) std::fprintf(stderr, "tb-bench: error: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
+  }
   benchmark::Initialize(&n, args.data());
 
   Options opt;

@@ -240,8 +240,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Plan, verify and time one global redistribution (Alltoallw of subarray types or local remap)"};
   tb::add_list_option(app, "--shape", opt.shape, "global shape, comma separated (d >= 2)", "axis");
   tb::add_list_option(app, "--grid", opt.grid, "process grid dims, comma separated; 0 = let MPI_Dims_create choose");
-  app.add_option("--from-axis", opt.from_axis, "aligned axis of the input pencil (default: last axis)");
-  app.add_option("--to-axis", opt.to_axis, "aligned axis of the output pencil")->capture_default_str();
+  app.add_option("--from-axis", opt.from_axis, "aligned axis of the input pencil (default: last axis)")
+      ->check(CLI::Range(0, 63));  // unset is -1 (the last axis); a given -5 is an error, not that default
+  app.add_option("--to-axis", opt.to_axis, "aligned axis of the output pencil")->capture_default_str()->check(CLI::Range(0, 63));
   app.add_option("--type", opt.type, "element type: f32, f64, c32, c64 (float, double, complex<...>)")
       ->capture_default_str();
   tb::add_list_option(app, "--method", opt.methods, "Alltoallw algorithm names, local_remap, or all", "name");

@@ -101,7 +101,8 @@ void add_options(CLI::App& app, Options& o) {
   const std::string& net_dir = network_dir();
   tb::add_list_option(app, "--shape", o.shape, "global shape of the redistributed array", "axis");
   tb::add_list_option(app, "--grid", o.grid, "process grid dims (every entry >= 1)");
-  app.add_option("--from-axis", o.from_axis, "aligned axis of the input pencil (default: last)");
+  app.add_option("--from-axis", o.from_axis, "aligned axis of the input pencil (default: last)")
+      ->check(CLI::Range(0, 63));  // unset is -1 (the last axis); a given -5 is an error, not that default
   app.add_option("--to-axis", o.to_axis, "aligned axis of the output pencil")->capture_default_str();
   app.add_option("--type", o.type, "element type: f32, f64, c32, c64")->capture_default_str();
   app.add_option("--pattern", o.pattern_file, "a pattern recorded with TB_ALLTOALLW_RECORD instead of --shape");
