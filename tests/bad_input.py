@@ -106,6 +106,10 @@ CASES = [
     C("tb-bench.benchmark-out-unwritable", "tb-bench", [f"--benchmark_out={NOWHERE}.json"],
       r"--benchmark_out /nonexistent/dir/x.json: cannot be written"),
     C("tb-bench.unknown-option", "tb-bench", ["--bogus"], r"tb-bench: error: .*--bogus"),
+    C("tb-bench.benchmark-repetitions-negative", "tb-bench", ["--benchmark_repetitions=-1"],
+      r"--benchmark_repetitions: '-1' is not a count from 1"),
+    C("tb-bench.redistribution-layouts-too-small", "tb-bench", ["--layouts", "slab,pencil", "-m", "1:8"],
+      r"-m 1:8: the slab and pencil layouts need at least 16 bytes per peer"),
     # tb-bench-pack (Google Benchmark's flags only)
     C("tb-bench-pack.unknown-option", "tb-bench-pack", ["--bogus"], r"unrecognized command-line flag: --bogus"),
     C("tb-bench-pack.setting-malformed", "tb-bench-pack", [], r"TB_STREAMING_STORES='sometimes': use auto, never or always",
@@ -131,6 +135,7 @@ CASES = [
     C("tb-redistribute.grid-empty-entry", "tb-redistribute", ["--grid", "1,,2"], r"--grid: entry 1 is empty in '1,,2'"),
     C("tb-redistribute.axes-equal", "tb-redistribute", ["--from-axis", "1", "--to-axis", "1"],
       r"--from-axis and --to-axis must differ"),
+    C("tb-redistribute.from-axis-negative", "tb-redistribute", ["--from-axis", "-5"], r"--from-axis: Value -5 not in range"),
     C("tb-redistribute.axis-out-of-range", "tb-redistribute", ["--to-axis", "5"],
       r"--from-axis and --to-axis must lie in 0..2, got 2 and 5"),
     C("tb-redistribute.type-unknown", "tb-redistribute", ["--type", "f16"], r"--type: unknown element type 'f16'"),
