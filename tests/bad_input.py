@@ -266,6 +266,8 @@ CASES = [
       r"--save-memory /nonexistent/dir/x.json: cannot be written"),
     C("tb-model.shape-empty-axis", "tb-model", ["--shape", "8,,8"], r"tb-model: error: --shape: axis 1 is empty in '8,,8'"),
     C("tb-model.shape-zero-axis", "tb-model", ["--shape", "8,0,8"], r"--shape: axis 1 is 0"),
+    C("tb-model.shape-overflow", "tb-model", ["--shape", "2000000000,2000000000,2000000000"],
+      r"--shape 2000000000x2000000000x2000000000: the array would have more than 2\^63 bytes"),
     C("tb-model.grid-zero", "tb-model", ["--grid", "0"], r"pattern: grid dimensions must be >= 1"),
     C("tb-model.grid-huge", "tb-model", ["--grid", "100000,100000"], r"the grid has more than 4096 ranks"),
     C("tb-model.axes-equal", "tb-model", ["--from-axis", "0", "--to-axis", "0"], r"from and to axes must differ"),

@@ -308,6 +308,10 @@ tb::fpga::CommPattern chosen_pattern(const Options& o) {
   if (!o.pattern_file.empty()) return tb::fpga::recorded_pattern(o.pattern_file, o.call);
   tb::check_shape("--shape", o.shape, 2);
   const auto element = tb::for_option("--type", [&] { return tb::parse_element_type(o.type); });
+  std::int64_t bytes = static_cast<std::int64_t>(tb::element_size(element));
+  for (auto n : o.shape)
+    if (__builtin_mul_overflow(bytes, n, &bytes))  // the model sums bytes in 64-bit integers
+      throw std::invalid_argument("--shape " + tb::join(o.shape, "x") + ": the array would have more than 2^63 bytes");
   const int d = static_cast<int>(o.shape.size());
   return tb::for_option("--shape/--grid/--from-axis/--to-axis", [&] {
     return tb::fpga::redistribution_pattern(o.shape, o.grid, o.from_axis >= 0 ? o.from_axis : d - 1, o.to_axis,
