@@ -30,9 +30,10 @@ PYTHON_TOOLS = {"run.py": "experiments/run.py", "launch.py": "experiments/launch
 NOT_BUILT = {"tb-fftw-mpi": "built only where libfftw3-mpi is found (the Open MPI build)"}
 NOWHERE = "/nonexistent/dir/x"  # an output path that cannot be written
 
-# Text that means the tool crashed, aborted or let an exception escape, whatever its exit code.
+# Text that means the tool crashed, aborted or let an exception escape, whatever its exit code
+# (a sanitizer build's leak report at exit is not among them: MPI libraries leak by design).
 CRASH = re.compile(r"BAD TERMINATION|KILLED BY SIGNAL|[Ss]ignal \d+|Segmentation fault|terminate called|"
-                   r"what\(\): |Traceback \(most recent call last\)|MPI_Abort|AddressSanitizer|"
+                   r"what\(\): |Traceback \(most recent call last\)|MPI_Abort|MPI_ABORT|ERROR: AddressSanitizer|"
                    r"runtime error: |std::bad_alloc|\bstoll\b|\bstoi\b")
 
 
