@@ -5,17 +5,19 @@
 #   scripts/build.sh mpich-patched    MPICH 4.0.2 built from source with mpich/patches: runs
 #                                     mpich/build.sh first (cached outside the clone; a cold build
 #                                     takes minutes) and builds build/mpich-patched against it
-#   scripts/build.sh all              all three
+#   scripts/build.sh sanitize         build/sanitize: Debian's MPICH with AddressSanitizer and
+#                                     UndefinedBehaviorSanitizer, every error fatal (TB_SANITIZE)
+#   scripts/build.sh all              all four
 # Exit status 3: the mpich-patched variant could not be built for a reason outside the project
 # (mpich/build.sh's: no Debian source package, download failed, no root for the cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(mpich openmpi)
-[ "${variants[*]}" != all ] || variants=(mpich openmpi mpich-patched)
+[ "${variants[*]}" != all ] || variants=(mpich openmpi mpich-patched sanitize)
 jobs=$(nproc 2>/dev/null || echo 2)
 for v in "${variants[@]}"; do
-  case "$v" in mpich|openmpi|mpich-patched) ;; *) echo "build: unknown MPI variant '$v' (mpich, openmpi, mpich-patched or all)" >&2; exit 2;; esac
+  case "$v" in mpich|openmpi|mpich-patched|sanitize) ;; *) echo "build: unknown MPI variant '$v' (mpich, openmpi, mpich-patched, sanitize or all)" >&2; exit 2;; esac
 done
 for v in "${variants[@]}"; do
   extra=()

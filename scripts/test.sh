@@ -2,10 +2,12 @@
 # The test job: installs what is missing, builds MPI variants, runs ctest on each (MPI tests at
 # 1-4 ranks; MPICH's own alltoallw tests in mpich-patched at 1-8) and prints each summary. Exits
 # non-zero if anything fails.
-#   scripts/test.sh                  all three variants (what CI runs): Debian's MPICH and Open MPI,
-#                                    and mpich-patched, MPICH 4.0.2 built from source with
+#   scripts/test.sh                  all four variants (what CI runs): Debian's MPICH and Open MPI,
+#                                    mpich-patched, MPICH 4.0.2 built from source with
 #                                    mpich/patches (mpich/build.sh; cached outside the clone, keyed by
-#                                    what goes into it: a fresh machine builds it once, in minutes)
+#                                    what goes into it: a fresh machine builds it once, in minutes),
+#                                    and sanitize, Debian's MPICH with ASan and UBSan (MPI tests at
+#                                    1-3 ranks only; see sanitize_ctest below)
 #   scripts/test.sh mpich openmpi    some of them
 # The mpich-patched variant is skipped, with the reason printed, only when mpich/build.sh fails
 # for a reason outside the project (exit status 3: no Debian source package, no network, no
@@ -15,8 +17,22 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 status=0
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(mpich openmpi mpich-patched)
+[ ${#variants[@]} -gt 0 ] || variants=(mpich openmpi mpich-patched sanitize)
+# The sanitize variant's ctest: every test of the build except
+#  - MPI runs above 3 ranks (names ending in .np4 and up, tb_add_mpi_test's and the tool tests'
+#    alike): the 1-3 rank runs reach every code path (1 rank, 2 ranks, an odd count, 2+1 virtual
+#    nodes) and under ASan the 4-rank runs would double the time on a 2-core machine;
+#  - tb-soak.*: it bounds resident memory growth, and ASan keeps freed memory resident by design
+#    (its quarantine, up to 256 MiB, is what finds a use after free), so it fails on growth alone.
+# Two tests at a time (the machine's 2 cores). Passed tests' output is kept whole, so that a
+# sanitizer report is found in LastTest.log even in a test that passes on a printed line alone
+# (PASS_REGULAR_EXPRESSION ignores the exit status).
+sanitize_exclude='[.]np([4-9]|[1-9][0-9]+)$'  # above 3 ranks
+sanitize_exclude+='|^tb-soak[.]'               # resident memory bound vs ASan's quarantine
+sanitize_ctest=(-E "$sanitize_exclude" -j 2 --test-output-size-passed 1000000)
+sanitize_report='ERROR: (AddressSanitizer|LeakSanitizer)|runtime error: '
 skipped=()
+sanitizer_reports=0
 declare -A seconds
 for v in "${variants[@]}"; do
   t0=$SECONDS
@@ -37,9 +53,17 @@ for v in "${variants[@]}"; do
   tested+=("$v")
   echo "== ctest build/$v"
   t0=$SECONDS
-  ctest --test-dir "build/$v" --output-on-failure 2>&1 | tee "build/$v/ctest.log"
+  args=()
+  [ "$v" != sanitize ] || args=("${sanitize_ctest[@]}")
+  ctest --test-dir "build/$v" --output-on-failure "${args[@]}" 2>&1 | tee "build/$v/ctest.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   seconds[$v.ctest]=$((SECONDS - t0))
+  if [ "$v" = sanitize ] && grep -Eq "$sanitize_report" "build/$v/Testing/Temporary/LastTest.log"; then
+    echo "== sanitizer reports in build/$v/Testing/Temporary/LastTest.log (they fail the variant, also in a passed test):"
+    grep -E "$sanitize_report" "build/$v/Testing/Temporary/LastTest.log" | sort | uniq -c | head -n 20
+    sanitizer_reports=1
+    status=1
+  fi
 done
 echo
 echo "== summary"
@@ -52,6 +76,8 @@ for v in "${variants[@]}"; do
   line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "build/$v/ctest.log" | tail -n 1)
   printf '%-14s %s (build %s s, ctest %s s)\n' "$v" "${line:-no ctest summary (build or ctest failed)}" \
     "${seconds[$v]}" "${seconds[$v.ctest]:-?}"
+  [ "$v" != sanitize ] || [ "$sanitizer_reports" -eq 0 ] ||
+    printf '%-14s %s\n' "" "FAILED: sanitizer reports (listed above)"
   if [[ $line =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
     failed=$((failed + BASH_REMATCH[1])); passed=$((passed + BASH_REMATCH[2] - BASH_REMATCH[1]))
   else
