@@ -47,8 +47,8 @@ std::vector<T> parse_list(const std::string& option, const std::string& text, co
     if (item.empty()) throw CLI::ValidationError(option, where + " is empty in '" + text + "'");
     T value{};
     if (!CLI::detail::lexical_cast(item, value))
-      throw CLI::ValidationError(option, where + " is '" + item + "' in '" + text + "': not a " +
-                                             CLI::detail::type_name<T>());
+      throw CLI::ValidationError(option, where + " is '" + item + "' in '" + text + "' (expected " +
+                                             CLI::detail::type_name<T>() + ")");
     values.push_back(value);
     if (comma == std::string::npos) return values;
     start = comma + 1;
