@@ -18,6 +18,7 @@
 //   mpiexec -n 3 build/mpich/bin/tb-soak --algorithms pairwise --calls 1000 --max-growth 1024
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
+#include "microbench/checks.hpp"
 #include "microbench/mpi_tool.hpp"
 
 #include <CLI/CLI.hpp>
@@ -185,7 +186,7 @@ std::vector<std::string> expand(const std::vector<std::string>& names) {
     if (n == "all") {
       for (const auto& info : tb::alltoallw_algorithms()) out.emplace_back(info.name);
     } else {
-      tb::make_alltoallw(n);  // the registry's error names the known algorithms
+      tb::for_option("--algorithms", [&] { return tb::make_alltoallw(n); });  // names the known algorithms
       out.push_back(n);
     }
   }
@@ -232,7 +233,8 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"tb-soak: many Alltoallw calls per algorithm; resident memory, time per call and data checked"};
-  app.add_option("--algorithms", opt.algorithms, "algorithms to soak, or all")->delimiter(',');
+  tb::use_tool_errors(app, "tb-soak");
+  tb::add_list_option(app, "--algorithms", opt.algorithms, "algorithms to soak, or all");
   app.add_option("--calls", opt.calls, "calls per algorithm")->check(CLI::Range(std::int64_t{10}, std::int64_t{1} << 40));
   app.add_option("--bytes", opt.bytes, "bytes per peer")->check(CLI::Range(1, 1 << 20));
   app.add_option("--fresh-types", opt.fresh_types, "a new send datatype every N calls (0: one for all)")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-MPI_TOOLS = {"tb-bench", "tb-bench-pack", "tb-redistribute", "tb-fft", "tb-fftw-mpi", "tb-beff", "tb-ptrans"}
+MPI_TOOLS = {"tb-bench", "tb-bench-pack", "tb-soak", "tb-redistribute", "tb-fft", "tb-fftw-mpi", "tb-beff", "tb-ptrans"}
 PYTHON_TOOLS = {"run.py": "experiments/run.py", "launch.py": "experiments/launch.py", "report.py": "analysis/report.py"}
 NOT_BUILT = {"tb-fftw-mpi": "built only where libfftw3-mpi is found (the Open MPI build)"}
 NOWHERE = "/nonexistent/dir/x"  # an output path that cannot be written
@@ -115,6 +115,14 @@ CASES = [
     C("tb-bench-pack.unknown-option", "tb-bench-pack", ["--bogus"], r"unrecognized command-line flag: --bogus"),
     C("tb-bench-pack.setting-malformed", "tb-bench-pack", [], r"TB_STREAMING_STORES='sometimes': use auto, never or always",
       TB_STREAMING_STORES="sometimes"),
+    # tb-soak: counts, sizes, names
+    C("tb-soak.calls-zero", "tb-soak", ["--calls", "0"], r"--calls: Value 0 not in range"),
+    C("tb-soak.bytes-not-blocks", "tb-soak", ["--bytes", "100"], r"--bytes: 100 is neither at most 64 nor a multiple of 64"),
+    C("tb-soak.bytes-huge", "tb-soak", ["--bytes", "99999999999"], r"--bytes: Value 99999999999 not in range"),
+    C("tb-soak.algorithm-unknown", "tb-soak", ["--algorithms", "pairwise,nope"], r"--algorithms: .*nope", ranks=2),
+    C("tb-soak.algorithms-empty-entry", "tb-soak", ["--algorithms", "pairwise,,native"], r"--algorithms: entry 1 is empty"),
+    C("tb-soak.check-every-zero", "tb-soak", ["--check-every", "0"], r"--check-every"),
+    C("tb-soak.fresh-comm-negative", "tb-soak", ["--fresh-comm", "-1"], r"--fresh-comm"),
     # tb-redistribute: shapes, grids, axes, names, counts, outputs
     C("tb-redistribute.shape-empty-axis", "tb-redistribute", ["--shape", "8,,8"],
       r"tb-redistribute: error: --shape: axis 1 is empty in '8,,8'", ranks=2),
