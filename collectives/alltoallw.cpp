@@ -90,27 +90,79 @@ struct Sanitized {
   }
 };
 
-// TB_CHECKED: every rank sends every peer the bytes it sends it (one MPI_Alltoall of int64),
-// compares them with what it expects, and all agree on the worst problem found anywhere (one
-// MPI_Allreduce; two on an intercommunicator). Throws on every rank if there is one, before any
-// data moves.
-void check_collectively(const AlltoallwArgs& a, const AlltoallwComm& c, const CallError& own,
-                        std::string_view algorithm) {
+// Up to this many ranks checked mode gathers every rank's sizes with one MPI_Allgather and each
+// rank finds the worst problem by itself: one collective per call instead of two. The gathered
+// table holds P x (2P + 1) int64 (512 KiB at 64 ranks), so above that the sizes travel by
+// MPI_Alltoall and only a flag (or the worst record) by MPI_Allreduce.
+constexpr int kGatheredCheckRanks = 64;
+
+// What a rank's row of the gathered table holds: the bytes it sends each peer, the bytes it
+// expects from each, and its own error class (MPI_SUCCESS when its arguments are usable).
+std::vector<std::int64_t> size_row(const AlltoallwArgs& a, const AlltoallwComm& c, const CallError& own) {
   const auto n = static_cast<std::size_t>(c.size);
   const SendSide send = send_side(a);
-  std::vector<std::int64_t> sends(n), arrives(n);
-  for (std::size_t p = 0; p < n; ++p) sends[p] = bytes_of(send.counts[p], send.types[p]);
-  TB_MPI_CHECK(PMPI_Alltoall(sends.data(), 1, MPI_INT64_T, arrives.data(), 1, MPI_INT64_T, a.comm));
+  std::vector<std::int64_t> row(2 * n + 1);
+  for (std::size_t p = 0; p < n; ++p) {
+    row[p] = bytes_of(send.counts[p], send.types[p]);
+    row[n + p] = bytes_of(a.recvcounts[p], a.recvtypes[p]);
+  }
+  row[2 * n] = own.error_class;
+  return row;
+}
+
+// The worst problem in the gathered table, the same on every rank: each rank's own error, else
+// its worst mismatch as receiver (the first of the highest severity); over ranks the highest
+// severity, the lowest rank when equal (as agree_on_problem's reduction chooses).
+ProblemRecord worst_in_table(const std::vector<std::int64_t>& table, int size) {
+  const auto n = static_cast<std::size_t>(size);
+  const auto row = [&](std::size_t r) { return table.data() + r * (2 * n + 1); };
+  ProblemRecord worst;
+  for (std::size_t r = 0; r < n; ++r) {
+    ProblemRecord found;
+    if (row(r)[2 * n] != MPI_SUCCESS) {
+      found = error_record(static_cast<int>(r), static_cast<int>(row(r)[2 * n]));
+    } else {
+      for (std::size_t p = 0; p < n; ++p) {
+        const std::int64_t arrives = row(p)[r], expected = row(r)[n + p];
+        if (arrives == expected) continue;
+        const int receiver = static_cast<int>(r);
+        const ProblemRecord m = mismatch_record(receiver, static_cast<int>(p), arrives, receiver, expected);
+        if (m.severity > found.severity) found = m;
+      }
+    }
+    if (found.severity > worst.severity) worst = found;
+  }
+  return worst;
+}
+
+// The worst problem of the call over every rank (see kGatheredCheckRanks for the two routes).
+ProblemRecord find_problem(const AlltoallwArgs& a, const AlltoallwComm& c, const CallError& own) {
+  const std::vector<std::int64_t> row = size_row(a, c, own);
+  const auto n = static_cast<std::size_t>(c.size);
+  if (!c.inter && c.size <= kGatheredCheckRanks) {
+    std::vector<std::int64_t> table(n * row.size());
+    const int fields = static_cast<int>(row.size());
+    TB_MPI_CHECK(PMPI_Allgather(row.data(), fields, MPI_INT64_T, table.data(), fields, MPI_INT64_T, a.comm));
+    return worst_in_table(table, c.size);
+  }
+  std::vector<std::int64_t> arrives(n);
+  TB_MPI_CHECK(PMPI_Alltoall(row.data(), 1, MPI_INT64_T, arrives.data(), 1, MPI_INT64_T, a.comm));
   ProblemRecord mine;
   if (!own.empty()) mine = error_record(c.rank, own.error_class);
-  for (int p = 0; p < c.size && own.empty(); ++p) {
-    const std::int64_t expected = bytes_of(a.recvcounts[p], a.recvtypes[p]);
-    if (arrives[p] != expected) {
-      const ProblemRecord r = mismatch_record(c.rank, p, arrives[p], c.rank, expected);
-      if (r.severity > mine.severity) mine = r;
-    }
+  for (std::size_t p = 0; p < n && own.empty(); ++p) {
+    if (arrives[p] == row[n + p]) continue;
+    const ProblemRecord r = mismatch_record(c.rank, static_cast<int>(p), arrives[p], c.rank, row[n + p]);
+    if (r.severity > mine.severity) mine = r;
   }
-  const ProblemRecord all = agree_on_problem(mine, a.comm);
+  return agree_on_problem(mine, a.comm);
+}
+
+// TB_CHECKED: every rank learns what every peer sends it, compares that with what it expects,
+// and all agree on the worst problem found anywhere. Throws on every rank if there is one,
+// before any data moves.
+void check_collectively(const AlltoallwArgs& a, const AlltoallwComm& c, const CallError& own,
+                        std::string_view algorithm) {
+  const ProblemRecord all = find_problem(a, c, own);
   if (all.severity == 0) return;
   if (!own.empty()) own.raise();
   throw MpiError(static_cast<int>(all.error_class), problem_text(std::string(algorithm) + " (TB_CHECKED)", all));

@@ -25,7 +25,8 @@ const std::array kSettings{
                 "libtb_alltoallw"},
     SettingInfo{"TB_CHECKED", "0 or 1", "0",
                 "1: before every Alltoallw the ranks exchange the bytes each sends and expects, and all raise on a "
-                "mismatch (one MPI_Alltoall and one MPI_Allreduce of a flag more per call)",
+                "mismatch (one MPI_Allgather of the sizes more per call; above 64 ranks an MPI_Alltoall and an "
+                "MPI_Allreduce of a flag)",
                 "every algorithm, libtb_alltoallw"},
     SettingInfo{"TB_RANKS_PER_NODE", "positive integer", "(unset)",
                 "virtual nodes of this many consecutive ranks within each shared-memory node", "node layout"},
