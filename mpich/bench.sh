@@ -1,47 +1,70 @@
 #!/usr/bin/env bash
-# The measurement behind the patch headers: MPI_Alltoallw (tb-bench's `native`) in the
-# mpich-patched build with each MPICH algorithm forced by MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM,
-# beside the testbed's own algorithms of the same names (above MPI, CVAR unset).
-#   mpich/bench.sh [RANKS...]        default: 2 4; needs scripts/build.sh mpich-patched first
-# Environment: TB_BENCH_SIZES (tb-bench -m, default 1K:256K), TB_BENCH_LAYOUTS (default
-# contiguous,vector8), TB_BENCH_ITERATIONS (default 100), TB_BENCH_REPETITIONS (default 5).
-# Prints one table: median time per call (us) over the repetitions, per case.
+# Each in-MPICH algorithm against the testbed's PMPI version of the same name, in interleaved
+# rounds: MPI_Alltoallw (tb-bench's `native`) in the mpich-patched build with
+# MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=<algorithm>, then tb-bench --algorithms <algorithm> (the
+# PMPI one, CVAR unset), algorithm after algorithm, round after round.
+#   mpich/bench.sh [RANKS]           default 2; needs scripts/build.sh mpich-patched first
+# Environment: TB_BENCH_ALGORITHMS (default pairwise,pack_alltoallv,node_leader), TB_BENCH_SIZES
+# (tb-bench -m, default 1:16M), TB_BENCH_LAYOUTS (default contiguous,vector64), TB_BENCH_ROUNDS
+# (default 3), TB_BENCH_REPETITIONS (default 5), TB_BENCH_MIN_TIME (default 0.05 s),
+# TB_BENCH_OUT (keep the raw Google Benchmark JSON files in this directory), TB_BENCH_MPICH (an
+# MPICH prefix to run instead of the install build/mpich-patched was built against, such as the
+# dev prefix of mpich/build.sh --incremental: its mpiexec, and its lib/ first on LD_LIBRARY_PATH,
+# which takes precedence over the binaries' RUNPATH; same ABI, so no rebuild of the testbed).
+# Prints, per algorithm, layout and size, the median time per call of each round (us) and the
+# ratio in-MPICH / PMPI: the median over rounds of each round's ratio. A round's two runs follow
+# each other within seconds, so the pairing cancels most of this shared machine's slow drifts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/mpich-patched
 [ -x "$build/bin/tb-bench" ] && [ -f "$build/tb-mpich-prefix" ] || { echo "bench: build $build first (scripts/build.sh mpich-patched)" >&2; exit 1; }
-prefix=$(cat "$build/tb-mpich-prefix")
-ranks=("$@"); [ ${#ranks[@]} -gt 0 ] || ranks=(2 4)
-sizes=${TB_BENCH_SIZES:-1K:256K}
-layouts=${TB_BENCH_LAYOUTS:-contiguous,vector8}
-iterations=${TB_BENCH_ITERATIONS:-100}
-repetitions=${TB_BENCH_REPETITIONS:-5}
-out=$(mktemp -d); trap 'rm -rf "$out"' EXIT
-run() {  # run NAME RANKS CVAR-VALUE ALGORITHMS
-  local name=$1 n=$2 cvar=$3 algorithms=$4
-  env ${cvar:+MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=$cvar} "$prefix/bin/mpiexec" -n "$n" "$build/bin/tb-bench" \
-    --algorithms "$algorithms" --layouts "$layouts" -m "$sizes" -i "$iterations" \
-    --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=true \
-    --benchmark_format=json --benchmark_out="$out/$name.np$n.json" --benchmark_out_format=json >/dev/null
+prefix=${TB_BENCH_MPICH:-$(cat "$build/tb-mpich-prefix")}
+[ -x "$prefix/bin/mpiexec" ] || { echo "bench: no MPICH at $prefix (TB_BENCH_MPICH)" >&2; exit 1; }
+[ -z "${TB_BENCH_MPICH:-}" ] || export LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+ranks=${1:-2}
+IFS=, read -r -a algorithms <<< "${TB_BENCH_ALGORITHMS:-pairwise,pack_alltoallv,node_leader}"
+rounds=${TB_BENCH_ROUNDS:-3}
+if [ -n "${TB_BENCH_OUT:-}" ]; then out=$TB_BENCH_OUT; mkdir -p "$out"; else out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
+run() {  # run FILE CVAR-VALUE ALGORITHM
+  local file=$1 cvar=$2 algorithm=$3
+  env -u MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM ${cvar:+MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=$cvar} \
+    "$prefix/bin/mpiexec" -n "$ranks" "$build/bin/tb-bench" --algorithms "$algorithm" \
+    --layouts "${TB_BENCH_LAYOUTS:-contiguous,vector64}" -m "${TB_BENCH_SIZES:-1:16M}" \
+    --benchmark_repetitions="${TB_BENCH_REPETITIONS:-5}" --benchmark_min_time="${TB_BENCH_MIN_TIME:-0.05}" \
+    --benchmark_report_aggregates_only=true --benchmark_format=json \
+    --benchmark_out="$out/$file" --benchmark_out_format=json >/dev/null
 }
-for n in "${ranks[@]}"; do
-  for algo in scattered pairwise pack_alltoallv; do run "mpich:$algo" "$n" "$algo" native; done
-  run "testbed" "$n" "" pairwise,pack_alltoallv
+echo "bench: MPICH $prefix, $ranks ranks, ${#algorithms[@]} algorithms x $rounds rounds, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for r in $(seq 1 "$rounds"); do
+  for a in "${algorithms[@]}"; do
+    echo "bench: round $r/$rounds $a" >&2
+    run "mpich.$a.r$r.json" "$a" native
+    run "pmpi.$a.r$r.json" "" "$a"
+  done
 done
 /usr/bin/python3 - "$out" <<'EOF'
-import json, pathlib, re, sys
-rows = {}
-for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
-    who, n = re.match(r"(.*)\.np(\d+)\.json", f.name).groups()
+import json, pathlib, re, statistics, sys
+times = {}   # (algorithm, layout, size) -> {"mpich"/"pmpi": {round: us}}
+for f in pathlib.Path(sys.argv[1]).glob("*.json"):
+    side, algorithm, rnd = re.match(r"(mpich|pmpi)\.(\w+)\.r(\d+)\.json", f.name).groups()
     for b in json.loads(f.read_text())["benchmarks"]:
         if b.get("aggregate_name") != "median":
             continue
-        _, layout, algo, size = b["run_name"].split("/")[:4]
-        name = who if who != "testbed" else "testbed:" + algo
-        rows.setdefault((int(n), layout, int(size)), {})[name] = b["real_time"] / 1e3 if b["time_unit"] == "ns" else b["real_time"]
-names = ["mpich:scattered", "mpich:pairwise", "mpich:pack_alltoallv", "testbed:pairwise", "testbed:pack_alltoallv"]
-print("median us per MPI_Alltoallw call; mpich:X = native with MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=X")
-print(f"{'ranks':>5} {'layout':<11} {'bytes/peer':>10} " + " ".join(f"{x:>22}" for x in names))
-for (n, layout, size), r in sorted(rows.items()):
-    print(f"{n:>5} {layout:<11} {size:>10} " + " ".join(f"{r.get(x, float('nan')):>22.1f}" for x in names))
+        _, layout, _, size = b["run_name"].split("/")[:4]
+        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b["time_unit"]]
+        times.setdefault((algorithm, layout, int(size)), {}).setdefault(side, {})[int(rnd)] = b["real_time"] * scale
+print("us per MPI_Alltoallw call, median of the repetitions, per round; ratio = median over rounds of in-MPICH / PMPI")
+print(f"{'algorithm':<15} {'layout':<11} {'bytes/peer':>10} {'in-MPICH':>26} {'PMPI':>26} {'ratio':>6}")
+worst = {}
+for (algorithm, layout, size), t in sorted(times.items()):
+    m, p = t.get("mpich", {}), t.get("pmpi", {})
+    paired = [m[r] / p[r] for r in sorted(m) if r in p]
+    if not paired:
+        continue
+    ratio = statistics.median(paired)
+    worst[algorithm] = max(worst.get(algorithm, (0, "")), (ratio, f"{layout} {size}"))
+    fmt = lambda d: " / ".join(f"{d[r]:.1f}" for r in sorted(d))
+    print(f"{algorithm:<15} {layout:<11} {size:>10} {fmt(m):>26} {fmt(p):>26} {ratio:>6.2f}")
+for algorithm, (ratio, where) in sorted(worst.items()):
+    print(f"worst ratio {algorithm}: {ratio:.2f} at {where}")
 EOF
