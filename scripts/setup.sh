@@ -14,6 +14,9 @@ packages=(
   libfftw3-mpi-dev python3-mpi4py-fft
   # analysis (Debian's /usr/bin/python3) and the emulated cluster (network namespaces, tbf)
   python3-pandas python3-matplotlib python3-tabulate iproute2
+  # run.py's Slurm batch scripts under a real one-host Slurm (scripts/slurm-cluster.sh starts its
+  # own munged, slurmctld and slurmd on their own socket and ports, beside any the package starts)
+  slurm-wlm munge
   # command-line parsing, JSON, tests, benchmarks
   libcli11-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
   # the mpich-patched variant: mpich/build.sh fetches Debian's MPICH source package (apt-get
