@@ -110,8 +110,8 @@ add_test(NAME mpich.cvar.truncate.node_leader_cliques2.np3
                  -- ${tb_mpirun} 3 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} truncate)
 set_tests_properties(mpich.cvar.truncate.node_leader_cliques2.np3 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
                      ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader;MPIR_CVAR_NUM_CLIQUES=2")
-# node_leader when one node cannot allocate its data segment (patch 0007): the victim's node gets
-# MPI_ERR_NO_MEM, the other node an error, and nobody waits (the timeout is the hang check).
+# node_leader when one node cannot allocate its data segment (patch 0007): the victim gets
+# MPI_ERR_NO_MEM, every other process an error, and nobody waits (the timeout is the hang check).
 # Victim 1 is alone on its node (private memory), 0 is the shared node's leader, 2 its other rank.
 add_executable(tb_mpich_node_leader_nomem ${PROJECT_SOURCE_DIR}/mpich/tests/node_leader_nomem.c)
 target_link_libraries(tb_mpich_node_leader_nomem PRIVATE MPI::MPI_C)
