@@ -55,16 +55,23 @@ for f in pathlib.Path(sys.argv[1]).glob("*.json"):
         times.setdefault((algorithm, layout, int(size)), {}).setdefault(side, {})[int(rnd)] = b["real_time"] * scale
 print("us per MPI_Alltoallw call, median of the repetitions, per round; ratio = median over rounds of in-MPICH / PMPI")
 print(f"{'algorithm':<15} {'layout':<11} {'bytes/peer':>10} {'in-MPICH':>26} {'PMPI':>26} {'ratio':>6}")
-worst = {}
+worst, ratios = {}, {}
 for (algorithm, layout, size), t in sorted(times.items()):
     m, p = t.get("mpich", {}), t.get("pmpi", {})
     paired = [m[r] / p[r] for r in sorted(m) if r in p]
     if not paired:
         continue
-    ratio = statistics.median(paired)
+    ratio = ratios[(algorithm, layout, size)] = statistics.median(paired)
     worst[algorithm] = max(worst.get(algorithm, (0, "")), (ratio, f"{layout} {size}"))
     fmt = lambda d: " / ".join(f"{d[r]:.1f}" for r in sorted(d))
     print(f"{algorithm:<15} {layout:<11} {size:>10} {fmt(m):>26} {fmt(p):>26} {ratio:>6.2f}")
 for algorithm, (ratio, where) in sorted(worst.items()):
     print(f"worst ratio {algorithm}: {ratio:.2f} at {where}")
+# the ratios again, one row per size (a Markdown table)
+columns = sorted({(a, l) for a, l, _ in ratios})
+print("\n| bytes/peer | " + " | ".join(f"{a} {l}" for a, l in columns) + " |")
+print("|---|" + "---|" * len(columns))
+for size in sorted({s for _, _, s in ratios}):
+    cells = [ratios.get((a, l, size)) for a, l in columns]
+    print(f"| {size} | " + " | ".join("" if c is None else f"{c:.2f}" for c in cells) + " |")
 EOF
