@@ -344,9 +344,11 @@ def write_slurm(definition_path, definition, options):
 # Written by experiments/run.py: runs every point of {definition_path} inside this allocation.
 set -euo pipefail
 cd {shlex.quote(ROOT)}
-scontrol show hostnames "$SLURM_JOB_NODELIST" > hosts.$SLURM_JOB_ID
+hosts=$(mktemp "${{TMPDIR:-/tmp}}/tb-hosts.$SLURM_JOB_ID.XXXXXX")
+trap 'rm -f "$hosts"' EXIT
+scontrol show hostnames "$SLURM_JOB_NODELIST" > "$hosts"
 /usr/bin/python3 experiments/run.py {shlex.quote(os.path.abspath(definition_path))} --mode cluster \\
-  --hostfile hosts.$SLURM_JOB_ID --mpi {options.mpi} --store {shlex.quote(os.path.abspath(options.store))}{extra}
+  --hostfile "$hosts" --mpi {options.mpi} --store {shlex.quote(os.path.abspath(options.store))}{extra}
 """
     with open(options.slurm, "w") as f:
         f.write(script)

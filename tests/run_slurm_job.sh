@@ -25,7 +25,6 @@ cat > "$work/def.json" <<'DEF'
 DEF
 /usr/bin/python3 "$src/experiments/run.py" "$work/def.json" --mode cluster --slurm "$work/job.sbatch" --mpi mpich \
   --bin "$bin" --store "$work/store.jsonl" --slurm-time 00:05:00 || fail "run.py did not write the batch script"
-hosts_before=$(ls "$src"/hosts.* 2>/dev/null)
 t0=$SECONDS
 job=$(sbatch --parsable --output="$work/slurm-%j.out" "$work/job.sbatch") || fail "sbatch refused the script"
 job=${job%%;*}
@@ -46,11 +45,6 @@ echo "slurm: job $job $state after ${seconds} s ($(echo "$info" | grep -o 'ExitC
 echo "--- job output ($work/slurm-$job.out)"
 cat "$work/slurm-$job.out" 2>/dev/null
 echo "---"
-# The script writes its hostfile into the source tree (run.py's cd); remove the one this job wrote.
-if [ -f "$src/hosts.$job" ] && ! grep -qx "$src/hosts.$job" <<< "$hosts_before"; then
-  echo "slurm: the job's hostfile held: $(tr '\n' ' ' < "$src/hosts.$job")"
-  rm -f "$src/hosts.$job"
-fi
 case "$state" in
   COMPLETED) ;;
   PENDING|CONFIGURING|RUNNING|COMPLETING)
@@ -62,14 +56,14 @@ echo "$info" | grep -q 'ExitCode=0:0' || fail "job $job exit code $(echo "$info"
 # The rows: both points, complete (analysis/store.py's reader), run in cluster mode by mpich with
 # this job's hostfile, and run.py counting both points as done.
 /usr/bin/python3 - "$src" "$work/store.jsonl" "$job" <<'PY' || fail "the store does not hold the job's rows"
-import sys
+import re, sys
 src, store, job = sys.argv[1:]
 sys.path.insert(0, src + "/analysis")
 from store import read_rows
 rows = [r for r in read_rows(store) if r.get("experiment") == "slurm_sizes"]
 layouts = sorted({r["point"]["--layouts"] for r in rows})
 bad = [r for r in rows if r["mode"] != "cluster" or r["mpi"] != "mpich" or r["ranks"] != 2
-       or f"-f hosts.{job} -n 2 " not in r["command"] or not r["time_s"] > 0]
+       or not re.search(rf"-f \S*/tb-hosts\.{job}\.\w+ -n 2 ", r["command"]) or not r["time_s"] > 0]
 print(f"slurm: {len(rows)} rows in the store, layouts {', '.join(layouts)}; command {rows[0]['command'] if rows else '-'}")
 sys.exit(1 if layouts != ["contiguous", "slab"] or bad else 0)
 PY
