@@ -17,6 +17,9 @@
 //   pencil      [P0 x, P1 y, P1 z] on a P0 x P1 grid, aligned 2 -> aligned 1 over grid axis 1
 //               (both sides strided)
 // These run every registered algorithm plus local_remap (pack, MPI_Alltoall(v), unpack).
+// --interleave: per layout and size, the algorithms one after another, so that two algorithms at
+// one size are timed within milliseconds of each other (a shared machine's speed drifts over tens
+// of seconds); by default each algorithm runs its whole size sweep in turn.
 // --paper: each benchmark is timed with the paper's method instead (3 inner x up to 50 outer,
 // barrier before each, MAX over ranks): the time is the fastest outer loop / 3, and the
 // counters carry median_s and fastest_s.
@@ -58,6 +61,7 @@ struct Options {
   std::vector<std::string> layouts{"contiguous", "vector64"};
   std::string buffers = "private";
   bool paper = false;
+  bool interleave = false;
   int iterations = 0;  // 0: Google Benchmark decides
   int warmup = 1;
   double paper_max_seconds = 10.0;
@@ -265,6 +269,9 @@ void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_
   app.add_option("--buffers", opt.buffers, "private or shared (node-shared memory)")
       ->check(CLI::IsMember({"private", "shared"}))
       ->capture_default_str();
+  app.add_flag("--interleave", opt.interleave,
+               "per layout and size, the algorithms one after another (paired comparisons milliseconds apart) "
+               "instead of each algorithm's whole size sweep in turn");
   app.add_flag("--paper", opt.paper, "time each case with the paper's method (3 inner x up to 50 outer, MAX over ranks)");
   app.add_option("--paper-max-seconds", opt.paper_max_seconds, "--paper: stop the outer loop after this long")
       ->capture_default_str()
@@ -350,20 +357,25 @@ void register_benchmarks(const Options& opt, const Plan& plan) {
   benchmark::AddCustomContext("buffers", opt.buffers);
   benchmark::AddCustomContext("timing", opt.paper ? "paper: 3 inner x up to 50 outer, fastest/3 (MAX over ranks)"
                                                   : "per call, MAX over ranks");
+  auto add = [&](const std::string& layout, const std::string& algorithm, std::int64_t bytes) {
+    if (is_redistribution_layout(layout) && bytes < 16) return;  // one complex<double> per peer at least
+    const std::string kind = is_redistribution_layout(layout) ? "redistribute/" : "alltoallw/";
+    auto* b = benchmark::RegisterBenchmark((kind + layout + "/" + algorithm + "/" + std::to_string(bytes)).c_str(),
+                                           run_benchmark, algorithm, layout, bytes, opt);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+    if (opt.paper) b->Iterations(1);
+    else if (opt.iterations > 0) b->Iterations(opt.iterations);
+  };
   for (const auto& layout : opt.layouts) {
-    const bool redistribution = is_redistribution_layout(layout);
     std::vector<std::string> methods = plan.algorithms;
-    if (redistribution && plan.with_local_remap) methods.emplace_back("local_remap");
-    for (const auto& algorithm : methods)
-      for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2) {
-        if (redistribution && bytes < 16) continue;  // one complex<double> per peer at least
-        const std::string kind = redistribution ? "redistribute/" : "alltoallw/";
-        auto* b = benchmark::RegisterBenchmark((kind + layout + "/" + algorithm + "/" + std::to_string(bytes)).c_str(),
-                                               run_benchmark, algorithm, layout, bytes, opt);
-        b->UseManualTime()->Unit(benchmark::kMicrosecond);
-        if (opt.paper) b->Iterations(1);
-        else if (opt.iterations > 0) b->Iterations(opt.iterations);
-      }
+    if (is_redistribution_layout(layout) && plan.with_local_remap) methods.emplace_back("local_remap");
+    if (opt.interleave) {
+      for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2)
+        for (const auto& algorithm : methods) add(layout, algorithm, bytes);
+    } else {
+      for (const auto& algorithm : methods)
+        for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2) add(layout, algorithm, bytes);
+    }
   }
 }
 
@@ -386,13 +398,22 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  benchmark::Initialize(&n, args.data());
-
   Options opt;
   CLI::App app("tb-bench: MPI_Alltoallw per message size for every registered algorithm (Google Benchmark)");
   tb::use_tool_errors(app, "tb-bench");
   bool list = false, list_settings = false;
   add_options(app, opt, list, list_settings);
+  // Google Benchmark would answer --help with its own flags only.
+  if (std::any_of(args.begin(), args.end(), [](const char* a) { return !std::strcmp(a, "--help") || !std::strcmp(a, "-h"); })) {
+    if (rank == 0)
+      std::printf("%s\nGoogle Benchmark's flags are accepted too: --benchmark_repetitions=N, --benchmark_min_time=S, "
+                  "--benchmark_filter=REGEX, --benchmark_out=FILE, --benchmark_out_format=json|csv, "
+                  "--benchmark_list_tests=true, ...\n",
+                  app.help().c_str());
+    MPI_Finalize();
+    return 0;
+  }
+  benchmark::Initialize(&n, args.data());
   int code = 0;
   try {
     app.parse(n, args.data());

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Each in-MPICH algorithm against the testbed's PMPI version of the same name, in interleaved
-# rounds: MPI_Alltoallw (tb-bench's `native`) in the mpich-patched build with
-# MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=<algorithm>, then tb-bench --algorithms <algorithm> (the
-# PMPI one, CVAR unset), algorithm after algorithm, round after round.
+# Each in-MPICH algorithm against the testbed's PMPI version of the same name, paired per size in
+# one process: with MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=<algorithm>, tb-bench --interleave times
+# MPI_Alltoallw (tb-bench's `native`, so MPICH's <algorithm>) and the PMPI <algorithm> (which
+# calls no MPI_Alltoallw, so the CVAR does not touch it) one after the other at each size, within
+# milliseconds; one such run per algorithm and round, round after round.
 #   mpich/bench.sh [RANKS]           default 2; needs scripts/build.sh mpich-patched first
 # Environment: TB_BENCH_ALGORITHMS (default pairwise,pack_alltoallv,node_leader), TB_BENCH_SIZES
 # (tb-bench -m, default 1:16M), TB_BENCH_LAYOUTS (default contiguous,vector64), TB_BENCH_ROUNDS
@@ -12,8 +13,9 @@
 # dev prefix of mpich/build.sh --incremental: its mpiexec, and its lib/ first on LD_LIBRARY_PATH,
 # which takes precedence over the binaries' RUNPATH; same ABI, so no rebuild of the testbed).
 # Prints, per algorithm, layout and size, the median time per call of each round (us) and the
-# ratio in-MPICH / PMPI: the median over rounds of each round's ratio. A round's two runs follow
-# each other within seconds, so the pairing cancels most of this shared machine's slow drifts.
+# ratio in-MPICH / PMPI: the median over rounds of each round's ratio. The pairing within a
+# process cancels this shared machine's drifts (its speed changes by 2-4x over tens of seconds,
+# which unpaired runs turned into ratios of 2-3); the rounds cover what differs between launches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/mpich-patched
@@ -25,10 +27,10 @@ ranks=${1:-2}
 IFS=, read -r -a algorithms <<< "${TB_BENCH_ALGORITHMS:-pairwise,pack_alltoallv,node_leader}"
 rounds=${TB_BENCH_ROUNDS:-3}
 if [ -n "${TB_BENCH_OUT:-}" ]; then out=$TB_BENCH_OUT; mkdir -p "$out"; else out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
-run() {  # run FILE CVAR-VALUE ALGORITHM
-  local file=$1 cvar=$2 algorithm=$3
-  env -u MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM ${cvar:+MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=$cvar} \
-    "$prefix/bin/mpiexec" -n "$ranks" "$build/bin/tb-bench" --algorithms "$algorithm" \
+run() {  # run FILE ALGORITHM: MPICH's ALGORITHM (native) and the PMPI one, interleaved per size
+  local file=$1 algorithm=$2
+  MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=$algorithm \
+    "$prefix/bin/mpiexec" -n "$ranks" "$build/bin/tb-bench" --algorithms "native,$algorithm" --interleave \
     --layouts "${TB_BENCH_LAYOUTS:-contiguous,vector64}" -m "${TB_BENCH_SIZES:-1:16M}" \
     --benchmark_repetitions="${TB_BENCH_REPETITIONS:-5}" --benchmark_min_time="${TB_BENCH_MIN_TIME:-0.05}" \
     --benchmark_report_aggregates_only=true --benchmark_format=json \
@@ -38,19 +40,21 @@ echo "bench: MPICH $prefix, $ranks ranks, ${#algorithms[@]} algorithms x $rounds
 for r in $(seq 1 "$rounds"); do
   for a in "${algorithms[@]}"; do
     echo "bench: round $r/$rounds $a" >&2
-    run "mpich.$a.r$r.json" "$a" native
-    run "pmpi.$a.r$r.json" "" "$a"
+    run "$a.r$r.json" "$a"
   done
 done
 /usr/bin/python3 - "$out" <<'EOF'
 import json, pathlib, re, statistics, sys
 times = {}   # (algorithm, layout, size) -> {"mpich"/"pmpi": {round: us}}
+paths = {}   # (algorithm, side) -> the paths tb-bench reported (a PMPI fallback would show here)
 for f in pathlib.Path(sys.argv[1]).glob("*.json"):
-    side, algorithm, rnd = re.match(r"(mpich|pmpi)\.(\w+)\.r(\d+)\.json", f.name).groups()
+    algorithm, rnd = re.match(r"(\w+)\.r(\d+)\.json", f.name).groups()
     for b in json.loads(f.read_text())["benchmarks"]:
         if b.get("aggregate_name") != "median":
             continue
-        _, layout, _, size = b["run_name"].split("/")[:4]
+        _, layout, method, size = b["run_name"].split("/")[:4]
+        side = "mpich" if method == "native" else "pmpi"
+        paths.setdefault((algorithm, side), set()).add(b.get("label", ""))
         scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[b["time_unit"]]
         times.setdefault((algorithm, layout, int(size)), {}).setdefault(side, {})[int(rnd)] = b["real_time"] * scale
 print("us per MPI_Alltoallw call, median of the repetitions, per round; ratio = median over rounds of in-MPICH / PMPI")
@@ -67,6 +71,8 @@ for (algorithm, layout, size), t in sorted(times.items()):
     print(f"{algorithm:<15} {layout:<11} {size:>10} {fmt(m):>26} {fmt(p):>26} {ratio:>6.2f}")
 for algorithm, (ratio, where) in sorted(worst.items()):
     print(f"worst ratio {algorithm}: {ratio:.2f} at {where}")
+for (algorithm, side), labels in sorted(paths.items()):
+    print(f"paths {algorithm} {side}: {', '.join(sorted(labels))}")
 # the ratios again, one row per size (a Markdown table)
 columns = sorted({(a, l) for a, l, _ in ratios})
 print("\n| bytes/peer | " + " | ".join(f"{a} {l}" for a, l in columns) + " |")
