@@ -147,9 +147,12 @@ key_text() {
   echo "build.sh: $(sha256sum <"$self" | cut -d' ' -f1)"
   echo "series: $(sha256sum <"$series_file" | cut -d' ' -f1)"
   for p in $(series_patches); do
-    echo "patch: $p $(sha256sum <"$patches_dir/$p" | cut -d' ' -f1)"
+    echo "patch: $p $(patch_body <"$patches_dir/$p" | sha256sum | cut -d' ' -f1)"
   done
 }
+# What patch(1) applies: the lines from the first diff header on. The description above them (what,
+# why, measured effect) is not in the key, so editing it does not rebuild MPICH.
+patch_body() { awk 'body || /^(diff |--- [^ ]|Index: )/ { body = 1; print }'; }
 
 # ---- preparing the tree ------------------------------------------------------------------------
 # <key>/src is a git repository: tag tb-series = Debian's tree with the series applied (what an
