@@ -22,8 +22,13 @@ algorithms. That is harmless between algorithms that send the same messages (sca
 pairwise: one message per ordered pair, tag MPIR_ALLTOALLW_TAG, the user's datatypes; MPI's
 ordering matches them whatever each rank's schedule), and a hang between any others (node_leader
 waits in a node barrier, pack_alltoallv in an Alltoallv). So, per measured node layout, the tree
-picks one base algorithm (the smallest geometric mean of time / fastest over all sizes and layouts)
-and splits by size only among algorithms that send the same messages as that base. --uniform
+picks one base algorithm and splits by size only among algorithms that send the same messages as
+that base. The base is the algorithm with the smallest total time over all measured points (sizes
+and layouts): what a program calling once at every point would spend. A geometric mean of time /
+fastest, the rule before, counts a 1-byte point as much as a 16 MiB one: it picked pairwise on
+one node, which takes many times node_leader's time on large slabs (the dataloop engine on
+subarray messages; docs/results/2026-12-01-mpich-patch-series.md). The geometric means are still
+printed. --uniform
 (every rank of every call sends the same total: balanced redistributions, Alltoall-like calls)
 allows size thresholds among all algorithms.
 """
@@ -157,9 +162,10 @@ def decide(times, ranks, uniform=False):
         ratios = slowdowns(points)
         if not ratios:
             raise ValueError(f"{mode}: no in-MPICH algorithm was measured at every size")
-        base = min(ratios, key=ratios.get)
+        totals = {a: sum(p[a] for p in points) for a in ratios}
+        base = min(totals, key=totals.get)
         candidates = set(ratios) if uniform else compatible(base) & set(ratios)
-        decisions[mode] = {"base": base, "slowdowns": ratios,
+        decisions[mode] = {"base": base, "totals": totals, "slowdowns": ratios,
                            "bands": size_bands(per_layout, candidates, ranks)}
     if not decisions:
         raise ValueError("no in-MPICH measurements (mpich:<algorithm> or mpich:default) in intra or cliques mode")
@@ -204,11 +210,12 @@ def decision_lines(decisions):
     lines = []
     for mode, d in decisions.items():
         where = NODE_LAYOUTS[mode][0]
+        totals = ", ".join(f"{a} {t * 1e3:.1f} ms" for a, t in sorted(d["totals"].items(), key=lambda x: x[1]))
         ratios = ", ".join(f"{a} {r:.2f}" for a, r in sorted(d["slowdowns"].items(), key=lambda x: x[1]))
         bands = "; ".join(f"{a} up to {b} B sent per rank" if b is not None else f"{a} above"
                           for b, a in d["bands"])
-        lines.append(f"- {mode} ({where}): base {d['base']} (geometric mean of time / fastest: {ratios}); "
-                     f"by size: {bands}")
+        lines.append(f"- {mode} ({where}): base {d['base']} (total time over the points: {totals}; "
+                     f"geometric mean of time / fastest: {ratios}); by size: {bands}")
     return lines
 
 

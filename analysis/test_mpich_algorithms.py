@@ -27,8 +27,8 @@ def forced(mode, algorithm, size, seconds, layout="contiguous"):
 
 
 def campaign():
-    """intra: scattered wins the small sizes, node_leader the large ones by far (its geometric
-    mean is the smallest); cliques: scattered is the base, pairwise wins at 4 KiB."""
+    """intra: scattered wins the small sizes, node_leader the large ones by far (its total time is
+    the smallest); cliques: scattered is the base, pairwise wins at 4 KiB."""
     rows = []
     for layout in ("contiguous", "vector64"):
         for s in SIZES:
@@ -64,13 +64,25 @@ class Series(unittest.TestCase):
 
 
 class Selection(unittest.TestCase):
-    def test_base_is_the_smallest_geometric_mean_and_sizes_split_only_same_message_algorithms(self):
+    def test_base_is_the_smallest_total_time_and_sizes_split_only_same_message_algorithms(self):
         d = ma.decide(ma.size_times(campaign()), 2)
         self.assertEqual(d["intra"]["base"], "node_leader")
         # scattered is faster at 1 and 64 B, but ranks could disagree about the size: one band only.
         self.assertEqual(d["intra"]["bands"], [(None, "node_leader")])
         self.assertEqual(d["cliques"]["base"], "scattered")
         self.assertEqual(d["cliques"]["bands"], [(2 * 64, "scattered"), (2 * 4096, "pairwise"), (None, "scattered")])
+
+    def test_base_is_the_smallest_total_time_not_the_smallest_geometric_mean(self):
+        # pairwise is a little faster at the many small points, node_leader far faster at the
+        # one large point: the geometric mean favours pairwise, the time spent node_leader.
+        rows = []
+        for s in (1, 2, 4, 8, 16, 32, 64):
+            rows += [forced("intra", "pairwise", s, 1e-6, "slab"), forced("intra", "node_leader", s, 1.5e-6, "slab")]
+        rows += [forced("intra", "pairwise", 1 << 24, 40e-3, "slab"), forced("intra", "node_leader", 1 << 24, 6e-3, "slab")]
+        d = ma.decide(ma.size_times(rows), 2)["intra"]
+        self.assertLess(d["slowdowns"]["pairwise"], d["slowdowns"]["node_leader"])
+        self.assertEqual(d["base"], "node_leader")
+        self.assertEqual(d["bands"], [(None, "node_leader")])
 
     def test_uniform_splits_among_all_algorithms(self):
         d = ma.decide(ma.size_times(campaign()), 2, uniform=True)
