@@ -8,6 +8,8 @@
 #                                 probe's error stack names pairwise at 2 ranks (16 B per rank)
 #                                 and pack_alltoallv at 3 (24 B), never scattered
 #   mpich.selection.shipped.*     MPICH's alltoallw tests pass with mpich/tuning/alltoallw.json
+#   mpich.selection.bad-file.*    a selection file that is missing, empty or not JSON fails
+#                                 MPI_Init with a message naming the file (patch 10), no crash
 #   mpich.selection.campaign      experiments/mpich_algorithms.sh -q end to end (needs build/mpich
 #                                 beside build/mpich-patched, as scripts/test.sh builds them)
 set(tb_generic_json "${tb_mpich_key_dir}/src/maint/tuning/coll/mpir/generic.json")
@@ -43,6 +45,21 @@ foreach(t alltoallw1 alltoallw2 alltoallw_zeros)
                          PASS_REGULAR_EXPRESSION "^ No Errors\n"
                          FAIL_REGULAR_EXPRESSION "Found [0-9]+ errors|[Aa]bort|Fatal error")
   endforeach()
+endforeach()
+
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/selection-empty.json" "")
+file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/selection-not-json.json" "not json\n")
+foreach(case "missing;/nonexistent/selection.json;cannot read the collective selection file /nonexistent/selection.json: No such file"
+             "empty;${CMAKE_CURRENT_BINARY_DIR}/selection-empty.json;selection-empty.json: it is empty"
+             "not-json;${CMAKE_CURRENT_BINARY_DIR}/selection-not-json.json;selection-not-json.json is not valid JSON")
+  list(GET case 0 name)
+  list(GET case 1 file)
+  list(GET case 2 message)
+  add_test(NAME mpich.selection.bad-file.${name}
+           COMMAND ${tb_expect} --status fail --match "${message}" --absent "Segmentation|Assertion failed"
+                   -- ${tb_mpirun} 1 ${TB_MPIEXEC_FLAGS} $<TARGET_FILE:mpich_alltoallw1>)
+  set_tests_properties(mpich.selection.bad-file.${name} PROPERTIES TIMEOUT 60 LABELS "mpi;mpich-patched"
+                       ENVIRONMENT "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=${file}")
 endforeach()
 
 # Skipped (ctest says so) where build/mpich is missing: scripts/test.sh mpich-patched alone.
