@@ -198,4 +198,67 @@ void AlltoallwAlgorithm::run(const AlltoallwArgs& args) {
   if (!in.error.empty()) in.error.raise();  // the argument error, after this rank took part
 }
 
+std::unique_ptr<PreparedExchange> AlltoallwAlgorithm::prepare_exchange(const AlltoallwArgs&, const AlltoallwComm&) {
+  return nullptr;
+}
+
+// Unlike run(), prepare() always checks collectively: a prepared call is made once and started
+// many times, so the check costs little, and a rank whose arguments are wrong must not leave its
+// peers to wait in starts it never makes.
+std::unique_ptr<PreparedAlltoallw> AlltoallwAlgorithm::prepare(const AlltoallwArgs& args) {
+  const Inspection in = inspect(args, name());
+  std::optional<Sanitized> sanitized;
+  if (!in.error.empty()) sanitized.emplace(args, in.comm.size, in.unusable);
+  check_collectively(sanitized ? sanitized->args : args, in.comm, in.error, name());
+  return std::unique_ptr<PreparedAlltoallw>(new PreparedAlltoallw(*this, args, in.comm));
+}
+
+PreparedAlltoallw::PreparedAlltoallw(AlltoallwAlgorithm& algorithm, const AlltoallwArgs& a, const AlltoallwComm& comm)
+    : algorithm_(algorithm), comm_(comm), args_(a) {
+  const auto n = static_cast<std::size_t>(comm.size);
+  recvcounts_.assign(a.recvcounts, a.recvcounts + n);
+  rdispls_.assign(a.rdispls, a.rdispls + n);
+  recvtypes_.assign(a.recvtypes, a.recvtypes + n);
+  args_.recvcounts = recvcounts_.data();
+  args_.rdispls = rdispls_.data();
+  args_.recvtypes = recvtypes_.data();
+  if (a.sendbuf != MPI_IN_PLACE) {
+    sendcounts_.assign(a.sendcounts, a.sendcounts + n);
+    sdispls_.assign(a.sdispls, a.sdispls + n);
+    sendtypes_.assign(a.sendtypes, a.sendtypes + n);
+    args_.sendcounts = sendcounts_.data();
+    args_.sdispls = sdispls_.data();
+    args_.sendtypes = sendtypes_.data();
+  }
+  if (comm.inter && !algorithm.handles_intercommunicators()) {
+    fallback_path_ = "native (intercommunicator)";
+    exchange_ = prepare_native_alltoallw(args_);
+  } else {
+    exchange_ = algorithm.prepare_exchange(args_, comm_);
+  }
+  path_ = path_now();
+}
+
+PreparedAlltoallw::~PreparedAlltoallw() = default;
+
+void PreparedAlltoallw::start() {
+  ++starts_;
+  if (exchange_) {
+    exchange_->start();
+  } else if (!fallback_path_.empty()) {
+    native_alltoallw(args_);
+  } else {
+    AlltoallwAlgorithm::exchange_with(algorithm_, args_, comm_);
+  }
+  path_ = path_now();
+  algorithm_.path_ = path_;  // tools that print the algorithm's path see this call's
+}
+
+std::string PreparedAlltoallw::path_now() const {
+  if (!fallback_path_.empty()) return fallback_path_ + (exchange_ ? " via " + exchange_->path() : std::string());
+  if (exchange_) return exchange_->path();
+  const std::string ran = starts_ > 0 ? algorithm_.path_ : std::string(algorithm_.name());
+  return ran + " (not prepared: each start runs the blocking call)";
+}
+
 }  // namespace tb

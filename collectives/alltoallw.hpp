@@ -12,12 +12,21 @@
 // handles them), resets the path to the algorithm's name, then calls the algorithm's exchange().
 // Every error is a tb::MpiError carrying MPI's error class; the classes, and which ranks learn of
 // a mismatch, are in collectives/algorithm_support.hpp.
+//
+// Persistent calls (MPI-4's MPI_Alltoallw_init): prepare() binds one call's arguments and does
+// the set-up once; the PreparedAlltoallw it returns runs the call at each start(). An algorithm
+// with a cheaper prepared form (flattening, matching, per-peer tables, size exchanges and
+// registrations done once) overrides prepare_exchange(); the others run their blocking exchange at
+// every start, and the prepared call's path says so.
 #pragma once
 
 #include <mpi.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tb {
 
@@ -42,6 +51,19 @@ struct AlltoallwComm {
   bool inter = false;
 };
 
+class PreparedAlltoallw;
+
+// The part of a prepared call an algorithm supplies: what it set up once, run at every start.
+class PreparedExchange {
+ public:
+  virtual ~PreparedExchange() = default;
+  // Runs the prepared call: collective over the call's communicator, blocking. Throws
+  // tb::MpiError as AlltoallwAlgorithm::run() does.
+  virtual void start() = 0;
+  // The path the starts take, beginning with the algorithm's name, e.g. "pairwise (persistent)".
+  virtual std::string path() const = 0;
+};
+
 class AlltoallwAlgorithm {
  public:
   virtual ~AlltoallwAlgorithm() = default;
@@ -63,6 +85,15 @@ class AlltoallwAlgorithm {
   // Tools print it; tests assert it.
   const std::string& last_path() const { return path_; }
 
+  // Prepares one call for repeated starts, as MPI_Alltoallw_init does. Collective over args.comm.
+  // The argument arrays are copied; the buffers and datatypes must stay valid, and the buffers in
+  // place, until the prepared call is destroyed; the data in them may change between starts. This
+  // algorithm object must outlive the prepared call. Every problem run() can find, including a
+  // mismatch between any sender and receiver, is found here on every rank before anything moves
+  // (TB_CHECKED's check, paid once): every rank throws the same tb::MpiError, so that no rank is
+  // left to wait in a start its peer never makes.
+  std::unique_ptr<PreparedAlltoallw> prepare(const AlltoallwArgs& args);
+
  protected:
   // The algorithm proper: arguments already checked, and an intracommunicator unless
   // handles_intercommunicators() says otherwise.
@@ -71,11 +102,57 @@ class AlltoallwAlgorithm {
   // Algorithms that run intercommunicators themselves (native) return true.
   virtual bool handles_intercommunicators() const { return false; }
 
+  // The algorithm's prepared form of one call: arguments already checked on every rank, `args`
+  // pointing into arrays the prepared call owns (valid as long as it lives), an intracommunicator
+  // unless handles_intercommunicators(). Collective. nullptr (the default) means no cheaper form:
+  // every start then runs exchange(), and the path says "not prepared".
+  virtual std::unique_ptr<PreparedExchange> prepare_exchange(const AlltoallwArgs& args,
+                                                             const AlltoallwComm& comm);
+
+  // Runs `other`'s exchange() on checked arguments: for algorithms that choose another per call.
+  static void exchange_with(AlltoallwAlgorithm& other, const AlltoallwArgs& args, const AlltoallwComm& comm) {
+    other.path_ = std::string(other.name());
+    other.exchange(args, comm);
+  }
+
   // Names the path this call takes; run() has set it to name() before exchange().
   void set_path(std::string path) { path_ = std::move(path); }
 
  private:
+  friend class PreparedAlltoallw;
   std::string path_;
+};
+
+// One prepared Alltoallw (see AlltoallwAlgorithm::prepare). Owns copies of the argument arrays.
+class PreparedAlltoallw {
+ public:
+  PreparedAlltoallw(const PreparedAlltoallw&) = delete;
+  PreparedAlltoallw& operator=(const PreparedAlltoallw&) = delete;
+  ~PreparedAlltoallw();
+
+  // Runs the call with the data the buffers hold now. Collective, blocking.
+  void start();
+  // The path the starts take: the algorithm's prepared form, e.g. "pairwise (persistent)", or
+  // "<name> (not prepared: each start runs the blocking call)".
+  const std::string& last_path() const { return path_; }
+  std::string_view algorithm() const { return algorithm_.name(); }
+  const AlltoallwArgs& args() const { return args_; }
+  std::int64_t starts() const { return starts_; }
+
+ private:
+  friend class AlltoallwAlgorithm;
+  PreparedAlltoallw(AlltoallwAlgorithm& algorithm, const AlltoallwArgs& args, const AlltoallwComm& comm);
+
+  AlltoallwAlgorithm& algorithm_;
+  AlltoallwComm comm_;
+  std::vector<int> sendcounts_, sdispls_, recvcounts_, rdispls_;
+  std::vector<MPI_Datatype> sendtypes_, recvtypes_;
+  AlltoallwArgs args_;
+  std::unique_ptr<PreparedExchange> exchange_;  // null: each start runs the algorithm's exchange()
+  std::string fallback_path_;                   // the delegation for an intercommunicator, if any
+  std::int64_t starts_ = 0;
+  std::string path_;
+  std::string path_now() const;
 };
 
 // Checks what MPI_Alltoallw would reject (null communicator: MPI_ERR_COMM; null argument arrays:

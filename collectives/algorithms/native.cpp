@@ -3,6 +3,10 @@
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
 
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
+
 namespace tb {
 namespace {
 
@@ -14,7 +18,43 @@ const AlltoallwRegistration registration({
     .not_modelled = "",
 });
 
+// The library's persistent request for one call.
+class PreparedNative final : public PreparedExchange {
+ public:
+  explicit PreparedNative(MPI_Request request) : request_(request) {}
+  ~PreparedNative() override {
+    if (request_ != MPI_REQUEST_NULL) PMPI_Request_free(&request_);
+  }
+  void start() override {
+    TB_MPI_CHECK(PMPI_Start(&request_));
+    TB_MPI_CHECK(PMPI_Wait(&request_, MPI_STATUS_IGNORE));
+  }
+  std::string path() const override { return "native (persistent: the library's Alltoallw_init)"; }
+
+ private:
+  MPI_Request request_;
+};
+
 }  // namespace
+
+std::unique_ptr<PreparedExchange> prepare_native_alltoallw(const AlltoallwArgs& a) {
+  MPI_Request request = MPI_REQUEST_NULL;
+#if MPI_VERSION >= 4
+  TB_MPI_CHECK(PMPI_Alltoallw_init(a.sendbuf, a.sendcounts, a.sdispls, a.sendtypes, a.recvbuf, a.recvcounts,
+                                   a.rdispls, a.recvtypes, a.comm, MPI_INFO_NULL, &request));
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+  TB_MPI_CHECK(PMPIX_Alltoallw_init(a.sendbuf, a.sendcounts, a.sdispls, a.sendtypes, a.recvbuf, a.recvcounts,
+                                    a.rdispls, a.recvtypes, a.comm, MPI_INFO_NULL, &request));
+#else
+  (void)a;
+  return nullptr;
+#endif
+  return std::make_unique<PreparedNative>(request);
+}
+
+std::unique_ptr<PreparedExchange> NativeAlltoallw::prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm&) {
+  return prepare_native_alltoallw(args);
+}
 
 void native_alltoallw(const AlltoallwArgs& a) {
   TB_MPI_CHECK(PMPI_Alltoallw(a.sendbuf, a.sendcounts, a.sdispls, a.sendtypes, a.recvbuf, a.recvcounts,
