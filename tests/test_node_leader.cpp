@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -238,6 +239,261 @@ TEST(NodeLeader, MismatchedSignaturesAreNamedWithoutHanging) {
   std::fill(c.recv.begin(), c.recv.end(), -1.0);
   algorithm.run(c.args(send.data(), MPI_COMM_WORLD));
   EXPECT_EQ(test::sum_over_ranks(c.wrong()), 0);
+}
+
+// ---- The prepared (persistent) form ----
+
+// One Alltoallw's arguments over byte arrays: to each peer p, a block whose size depends on the
+// pair (some empty), sent with `send_type` (MPI_BYTE, or a strided vector of bytes) and received
+// contiguously; the arrays may lie in node-shared memory. Every start is checked against native
+// on the same send data.
+struct PersistentCase {
+  MPI_Comm comm;
+  int P = 0, me = 0;
+  bool in_place;
+  std::vector<int> scounts, sdispls, rcounts, rdispls;
+  std::vector<MPI_Datatype> stypes, rtypes;
+  MPI_Datatype strided = MPI_DATATYPE_NULL;
+  std::unique_ptr<NodeSharedBuffer> shared_send, shared_recv;
+  std::vector<std::byte> own_send, own_recv, reference, reference_send;
+  std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+  std::size_t send_bytes = 0, recv_bytes = 0;
+
+  // unit: bytes per block step; strided: blocks of 1 byte every 2; shared: arrays in a NodeSharedBuffer.
+  PersistentCase(MPI_Comm c, int unit, bool strided_send, bool shared, bool place = false)
+      : comm(c), in_place(place) {
+    MPI_Comm_size(comm, &P);
+    MPI_Comm_rank(comm, &me);
+    if (strided_send && !in_place) {
+      MPI_Datatype vec;
+      MPI_Type_vector(unit, 1, 2, MPI_BYTE, &vec);
+      MPI_Type_create_resized(vec, 0, 2 * unit, &strided);
+      MPI_Type_free(&vec);
+      MPI_Type_commit(&strided);
+    }
+    for (int p = 0; p < P; ++p) {
+      const int blocks = (me + p) % 3;  // the same for both sides of a pair; 0 for some pairs
+      const int bytes = blocks * unit;
+      if (strided_send && !in_place) {
+        scounts.push_back(blocks);
+        stypes.push_back(strided);
+        sdispls.push_back(static_cast<int>(send_bytes));
+        send_bytes += static_cast<std::size_t>(2 * bytes);
+      } else {
+        scounts.push_back(bytes);
+        stypes.push_back(MPI_BYTE);
+        sdispls.push_back(static_cast<int>(send_bytes));
+        send_bytes += static_cast<std::size_t>(bytes);
+      }
+      rcounts.push_back(bytes);
+      rtypes.push_back(MPI_BYTE);
+      rdispls.push_back(static_cast<int>(recv_bytes + 8));  // a gap before each block, which must stay
+      recv_bytes += static_cast<std::size_t>(bytes) + 8;
+    }
+    if (in_place) {  // the send layout is the receive layout
+      scounts = rcounts, sdispls = rdispls, stypes = rtypes;
+      send_bytes = recv_bytes;
+    }
+    allocate(shared);
+  }
+  ~PersistentCase() {
+    if (strided != MPI_DATATYPE_NULL) MPI_Type_free(&strided);
+  }
+
+  void allocate(bool shared) {
+    if (shared) {
+      shared_send = std::make_unique<NodeSharedBuffer>(comm, send_bytes + 1);
+      shared_recv = std::make_unique<NodeSharedBuffer>(comm, recv_bytes + 1);
+      send = shared_send->data();
+      recv = shared_recv->data();
+    } else {
+      own_send.resize(send_bytes + 1);
+      own_recv.resize(recv_bytes + 1);
+      send = own_send.data();
+      recv = own_recv.data();
+    }
+  }
+
+  AlltoallwArgs args() {
+    return {in_place ? MPI_IN_PLACE : send, scounts.data(), sdispls.data(), stypes.data(),
+            recv, rcounts.data(), rdispls.data(), rtypes.data(), comm};
+  }
+
+  // Data for start `round`: every byte names (round, rank, position); the receive array is
+  // reset to a pattern (in place: it is the data).
+  void fill(int round) {
+    for (std::size_t i = 0; i < send_bytes; ++i) send[i] = std::byte(static_cast<unsigned char>(round * 31 + me * 7 + i));
+    for (std::size_t i = 0; i < recv_bytes; ++i)
+      recv[i] = in_place ? std::byte(static_cast<unsigned char>(round * 13 + me * 5 + i)) : std::byte{0xEE};
+    // The reference: native on copies of the same data.
+    reference.assign(recv, recv + recv_bytes);
+    reference_send.assign(send, send + send_bytes);
+    AlltoallwArgs a = args();
+    if (!in_place) a.sendbuf = reference_send.data();
+    a.recvbuf = reference.data();
+    NativeAlltoallw native;
+    native.run(a);
+  }
+
+  // Bytes of the receive array that differ from native's, summed over ranks.
+  std::int64_t wrong_everywhere() const {
+    std::int64_t bad = 0;
+    for (std::size_t i = 0; i < recv_bytes; ++i) bad += recv[i] != reference[i];
+    return test::sum_over_ranks(bad, comm);
+  }
+};
+
+// The routes this rank's path must name, as in the blocking tests.
+void expect_persistent_path(const std::string& path, const char* on_node) {
+  EXPECT_EQ(path.rfind("node_leader (persistent;", 0), 0u) << path;
+  EXPECT_NE(path.find(on_node), std::string::npos) << path;
+  EXPECT_NE(path.find(expected_inter_node(node_layout(MPI_COMM_WORLD))), std::string::npos) << path;
+}
+
+// Repeated starts with new data each time, on contiguous and strided layouts, private and
+// shared arrays, small and large blocks: each start matches native on the same data.
+TEST(NodeLeaderPersistent, RepeatedStartsMatchNativeWithNewDataEachTime) {
+  const int node_size = node_layout(MPI_COMM_WORLD).node_size;
+  for (const int unit : {1, 100, 5000})
+    for (const bool strided : {false, true})
+      for (const bool shared : {false, true}) {
+        PersistentCase c(MPI_COMM_WORLD, unit, strided, shared);
+        NodeLeaderAlltoallw algorithm;
+        auto prepared = algorithm.prepare(c.args());
+        for (int round = 0; round < 5; ++round) {
+          c.fill(round);
+          prepared->start();
+          ASSERT_EQ(c.wrong_everywhere(), 0) << "unit " << unit << " strided " << strided << " shared " << shared
+                                             << " start " << round << ": " << prepared->last_path();
+        }
+        const char* on_node = node_size == 1 ? "on-node: none" : shared ? "on-node: single-copy" : "on-node: staged";
+        expect_persistent_path(prepared->last_path(), on_node);
+        EXPECT_EQ(algorithm.last_path(), prepared->last_path());
+      }
+}
+
+// TB_NODE_LEADER_COPY=staged makes shared arrays go through staging here too.
+TEST(NodeLeaderPersistent, StagedOnRequest) {
+  test::ScopedEnv copy("TB_NODE_LEADER_COPY", "staged");
+  PersistentCase c(MPI_COMM_WORLD, 64, true, true);
+  NodeLeaderAlltoallw algorithm;
+  auto prepared = algorithm.prepare(c.args());
+  for (int round = 0; round < 3; ++round) {
+    c.fill(round);
+    prepared->start();
+    ASSERT_EQ(c.wrong_everywhere(), 0) << round;
+  }
+  expect_persistent_path(prepared->last_path(),
+                         node_layout(MPI_COMM_WORLD).node_size == 1 ? "on-node: none" : "on-node: staged");
+}
+
+TEST(NodeLeaderPersistent, InPlace) {
+  for (const int unit : {1, 3000}) {
+    PersistentCase c(MPI_COMM_WORLD, unit, false, false, true);
+    NodeLeaderAlltoallw algorithm;
+    auto prepared = algorithm.prepare(c.args());
+    for (int round = 0; round < 4; ++round) {
+      c.fill(round);
+      prepared->start();
+      ASSERT_EQ(c.wrong_everywhere(), 0) << "unit " << unit << " start " << round;
+    }
+    EXPECT_NE(prepared->last_path().find("persistent; in place;"), std::string::npos) << prepared->last_path();
+  }
+}
+
+// Two prepared calls and blocking calls on one communicator, interleaved: none disturbs
+// another's staging (each prepared call has its own area; the blocking call the node's window).
+TEST(NodeLeaderPersistent, InterleavedWithBlockingCallsAndAnotherPreparedCall) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  NodeLeaderAlltoallw algorithm;
+  PersistentCase a(comm, 40, true, false), b(comm, 7, false, false), blocking(comm, 300, false, false);
+  PersistentCase shared(comm, 20, false, true);
+  auto first = algorithm.prepare(a.args());
+  auto second = algorithm.prepare(b.args());
+  auto third = algorithm.prepare(shared.args());
+  const char* order = "abAcbBaAcabBcbac";  // lower case: a start; upper case: a blocking call
+  for (int i = 0; order[i] != '\0'; ++i) {
+    switch (order[i]) {
+      case 'a': a.fill(i); first->start(); ASSERT_EQ(a.wrong_everywhere(), 0) << i; break;
+      case 'b': b.fill(i); second->start(); ASSERT_EQ(b.wrong_everywhere(), 0) << i; break;
+      case 'c': shared.fill(i); third->start(); ASSERT_EQ(shared.wrong_everywhere(), 0) << i; break;
+      default: blocking.fill(i); algorithm.run(blocking.args()); ASSERT_EQ(blocking.wrong_everywhere(), 0) << i;
+    }
+  }
+  EXPECT_EQ(first->starts(), std::count(order, order + std::strlen(order), 'a'));
+  first.reset();
+  second.reset();
+  third.reset();
+  MPI_Comm_free(&comm);
+}
+
+// Dropping a prepared call is local: ranks drop theirs in different orders, a new prepare
+// reuses an area no rank holds any more, and prepare after prepare does not grow the list.
+TEST(NodeLeaderPersistent, DroppingIsLocalAndAreasAreReused) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  NodeLeaderAlltoallw algorithm;
+  PersistentCase a(comm, 50, false, false), b(comm, 60, true, false);
+  for (int life = 0; life < 4; ++life) {
+    auto first = algorithm.prepare(a.args());
+    auto second = algorithm.prepare(b.args());
+    a.fill(life);
+    first->start();
+    b.fill(life);
+    second->start();
+    ASSERT_EQ(a.wrong_everywhere() + b.wrong_everywhere(), 0) << life;
+    if (test::world_rank() % 2 == 0) {  // different orders on different ranks
+      first.reset();
+      second.reset();
+    } else {
+      second.reset();
+      first.reset();
+    }
+  }
+  const NodeLeaderStats stats = node_leader_stats(comm);
+  EXPECT_EQ(stats.prepared_areas, 2) << "an area per live prepared call, reused";
+  EXPECT_EQ(stats.prepared_areas_held, 0);
+  // A rank that still holds its call keeps its area from being lent: the next prepare gets another.
+  auto kept = algorithm.prepare(a.args());
+  {
+    auto other = algorithm.prepare(b.args());
+    b.fill(9);
+    other->start();
+    EXPECT_EQ(b.wrong_everywhere(), 0);
+  }
+  a.fill(10);
+  kept->start();
+  EXPECT_EQ(a.wrong_everywhere(), 0);
+  EXPECT_EQ(node_leader_stats(comm).prepared_areas, 2);
+  kept.reset();
+  MPI_Comm_free(&comm);
+}
+
+// Two emulated nodes on a communicator of this test's own, whatever the variant's layout: the
+// data between them travels as one persistent message per node pair.
+TEST(NodeLeaderPersistent, TwoEmulatedNodes) {
+  if (test::world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  test::ScopedEnv nodes("TB_NUM_NODES", "2");
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  ASSERT_EQ(node_layout(comm).nodes, 2);
+  for (const bool shared : {false, true})
+    for (const bool in_place : {false, true}) {
+      PersistentCase c(comm, 500, !in_place, shared, in_place);
+      NodeLeaderAlltoallw algorithm;
+      auto prepared = algorithm.prepare(c.args());
+      for (int round = 0; round < 4; ++round) {
+        c.fill(round);
+        prepared->start();
+        ASSERT_EQ(c.wrong_everywhere(), 0) << "shared " << shared << " in place " << in_place << " start " << round;
+        if (round == 1) algorithm.run(c.args());  // a blocking call between two starts
+      }
+      EXPECT_NE(prepared->last_path().find("inter-node: 1 aggregated message"), std::string::npos)
+          << prepared->last_path();
+    }
+  MPI_Comm_free(&comm);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -78,6 +80,50 @@ int numa_domain() {
 
 int g_live_states = 0;
 
+// The staging memory of one prepared call (NodeLeaderAlltoallw::prepare_exchange): a shared
+// window on the node (rank 0 of the node holds it all), or private memory on a node of one
+// rank. The node state owns it and frees it with the communicator; a prepared call holds it
+// through a shared_ptr, so that dropping the call is local, and a later prepare lends it again
+// once no rank of the node holds it (NodeState::lend_area).
+struct PreparedArea {
+  MPI_Win window = MPI_WIN_NULL;
+  std::unique_ptr<std::byte[]> private_memory;
+  std::byte* base = nullptr;
+  std::int64_t capacity = 0;
+
+  // Collective over the node communicator when it is a window.
+  void release() {
+    private_memory.reset();
+    if (window != MPI_WIN_NULL) {
+      PMPI_Win_unlock_all(window);
+      PMPI_Win_free(&window);
+    }
+    base = nullptr;
+    capacity = 0;
+  }
+
+  // (Re)allocates `bytes`; collective over node_comm when the node has more than one rank.
+  // Nothing in it is read before the prepared call that borrows it has written it.
+  void allocate(std::int64_t bytes, int ranks_on_node, int local_rank, MPI_Comm node_comm) {
+    release();
+    if (ranks_on_node == 1) {
+      private_memory = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(bytes));
+      base = private_memory.get();
+    } else {
+      void* mine = nullptr;
+      const MPI_Aint size = local_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0;
+      TB_MPI_CHECK(PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, node_comm, &mine, &window));
+      MPI_Aint got = 0;
+      int unit = 0;
+      void* shared = nullptr;
+      TB_MPI_CHECK(PMPI_Win_shared_query(window, 0, &got, &unit, &shared));
+      TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, window));
+      base = static_cast<std::byte*>(shared);
+    }
+    capacity = bytes;
+  }
+};
+
 // What node_leader keeps per communicator.
 struct NodeState {
   NodeState() { ++g_live_states; }
@@ -106,6 +152,9 @@ struct NodeState {
   std::int64_t capacity = 0, allocations = 0;  // of the staging area
   std::uint64_t calls = 0;
   std::int64_t barriers = 0;  // node barriers passed (the same count on every rank of the node)
+  // Prepared calls' staging areas: as many as prepared calls were ever alive at once on this
+  // communicator, each as large as the largest call it served.
+  std::vector<std::shared_ptr<PreparedArea>> areas;
 
   std::int64_t& field(int local, int parity, Field f, int peer) const {
     return control[local][parity * record_size + kRecordHeader + static_cast<std::size_t>(f) * ranks + peer];
@@ -124,9 +173,12 @@ struct NodeState {
   // sched_yield after a while, so oversubscribed ranks still progress. Faster than MPI_Barrier
   // on the node communicator for small messages (measured with tb-bench).
   // MPI_Win_sync keeps MPI's separate memory model satisfied around it.
-  void barrier() {
+  void barrier() { barrier_over(staging_window); }
+
+  // The same barrier, around which `data` (the window the protocol's data lies in) is synced.
+  void barrier_over(MPI_Win data) {
     if (ranks_on_node == 1) return;
-    sync_windows();
+    sync_windows(data);
     const std::int64_t target = ++barriers;
     std::atomic_ref<std::int64_t>(barrier_count(local_rank)).store(target, std::memory_order_release);
     for (int local = 0; local < ranks_on_node; ++local) {
@@ -139,12 +191,34 @@ struct NodeState {
         }
       }
     }
-    sync_windows();
+    sync_windows(data);
   }
 
-  void sync_windows() const {
+  void sync_windows(MPI_Win data) const {
     PMPI_Win_sync(control_window);
-    if (staging_window != MPI_WIN_NULL) PMPI_Win_sync(staging_window);
+    if (data != MPI_WIN_NULL) PMPI_Win_sync(data);
+  }
+
+  // An area of at least `bytes` for a new prepared call: the smallest idle one that is large
+  // enough, else the largest idle one grown, else a new one. Idle means no rank of the node
+  // holds it (ranks drop prepared calls in different orders, so the node agrees with one
+  // MPI_Allreduce). Collective over node_comm; every rank asks for the same `bytes`, and every
+  // rank's list of areas is the same, so all choose the same one.
+  std::shared_ptr<PreparedArea> lend_area(std::int64_t bytes) {
+    std::vector<int> idle(areas.size());
+    for (std::size_t i = 0; i < areas.size(); ++i) idle[i] = areas[i].use_count() == 1 ? 1 : 0;
+    if (ranks_on_node > 1 && !idle.empty())
+      TB_MPI_CHECK(PMPI_Allreduce(MPI_IN_PLACE, idle.data(), static_cast<int>(idle.size()), MPI_INT, MPI_MIN, node_comm));
+    std::size_t pick = areas.size();
+    for (std::size_t i = 0; i < areas.size(); ++i)  // the smallest idle one that fits
+      if (idle[i] && areas[i]->capacity >= bytes && (pick == areas.size() || areas[i]->capacity < areas[pick]->capacity))
+        pick = i;
+    for (std::size_t i = 0; i < areas.size() && pick == areas.size(); ++i)  // else the first idle one, grown
+      if (idle[i]) pick = i;
+    if (pick == areas.size()) areas.push_back(std::make_shared<PreparedArea>());
+    PreparedArea& area = *areas[pick];
+    if (area.capacity < bytes) area.allocate(std::max(bytes, area.capacity + area.capacity / 2), ranks_on_node, local_rank, node_comm);
+    return areas[pick];
   }
 
   void free_staging() {
@@ -183,6 +257,7 @@ struct NodeState {
   ~NodeState() {
     --g_live_states;
     free_staging();
+    for (auto& area : areas) area->release();  // a prepared call still holding one keeps a dead area
     if (control_window != MPI_WIN_NULL) {
       PMPI_Win_unlock_all(control_window);
       PMPI_Win_free(&control_window);
@@ -320,6 +395,13 @@ NodeLeaderStats node_leader_stats(MPI_Comm comm) {
     stats.shared_windows = state->control_window != MPI_WIN_NULL;
     stats.leaders_on_my_node = static_cast<int>(state->leaders[state->node].size());
     stats.leader_rule = state->leader_rule;
+    stats.prepared_areas = static_cast<int>(state->areas.size());
+    stats.prepared_areas_held = 0;
+    stats.prepared_area_bytes = 0;
+    for (const auto& area : state->areas) {
+      stats.prepared_areas_held += area.use_count() > 1 ? 1 : 0;
+      stats.prepared_area_bytes += area->capacity;
+    }
   }
   return stats;
 }
@@ -327,20 +409,23 @@ NodeLeaderStats node_leader_stats(MPI_Comm comm) {
 // One call: its arguments, this node's state, the plan every rank of the node derives from what
 // all of them published (the same plan on each), and the protocol's steps in the order
 // exchange() runs them. The first inconsistency seen goes to `error`, thrown only after the
-// protocol has completed so that no rank of the node is left waiting.
+// protocol has completed so that no rank of the node is left waiting. A prepared call
+// (Prepared, below) runs the first two steps once and keeps the copy lists the add_* parts give.
 struct NodeLeaderAlltoallw::Call {
   Call(NodeLeaderAlltoallw& algorithm, const AlltoallwArgs& args, NodeLeaderCopy copy);
 
   void publish();                  // 1. both sides of every peer; B1
   void plan();                     // 2. direct or staged per on-node pair; the staging layout
   void check_sizes();              //    what this rank can check of its receives before they move
+  void use_node_staging();         //    the node's staging window, grown to the layout
   void stage();                    // 3. pack staged data, publish block lists; B2
   void start_leader_messages();    // 4. one message each way per node pair, by the leaders
   void push_on_node();             //    direct copies into partners' shared receive arrays
   void pull_on_node();             //    direct copies from partners' send arrays, staged slots
   void finish_leader_messages();   //    wait, check, tell the node; B3
   void unpack_from_other_nodes();  // 5. what the leaders received for this rank; B4
-  std::string path() const;
+  std::string path() const;        // "node_leader (on-node: ...; inter-node: ...)"
+  std::string routes() const;      // "on-node: ...; inter-node: ..."
 
   // The plan, read from the published records (the same on every rank of the node). field():
   // what local rank `local` published for comm rank `peer` in this call.
@@ -356,15 +441,26 @@ struct NodeLeaderAlltoallw::Call {
     return field(state.local_rank_of[sender], SEND_BYTES, me) == field(local_rank, RECV_BYTES, sender);
   }
   const ByteBlock* published_blocks(int local, int partner, bool receive_list) const;
+  // Which copy stream the self block joins: the one over its more fragmented layout.
+  enum class SelfIn { none, packs, pushes, pulls };
+  SelfIn self_in() const;
+
+  // The copies of the steps, added to a Sink: a MergedCopy the blocking call runs at once, or
+  // the FixedStream a prepared call runs at every start. They read the staging layout at
+  // `staging`.
+  template <class Sink> void add_packs(Sink& sink);   // staged slots, from my send array
+  template <class Sink> void add_pushes(Sink& sink);  // into partners' shared receive arrays
+  template <class Sink> void add_pulls(Sink& sink);   // pulls and on-node staged slots
+  template <class Sink> void add_from_node(Sink& sink, int from_node, const std::int64_t* header);
+  template <class Sink> void add_pull(Sink& sink, int sender_local);
+  template <class Sink> void add_staged_on_node(Sink& sink, int sender_local);
+  template <class Sink> void add_self_copy(Sink& sink) const;
 
   // Parts of the steps.
   void lay_out_staging();
-  void pack_staged();
+  void write_headers(std::byte* base) const;
   void publish_block_lists();
   void post(bool outgoing, int peer, std::byte* buffer, std::int64_t bytes);
-  void add_pull(int sender_local);
-  void add_staged_on_node(int sender_local);
-  void add_self_copy(MergedCopy& copy) const;
   void unpack_from(int from_node);
 
   NodeState& state;
@@ -391,10 +487,12 @@ struct NodeLeaderAlltoallw::Call {
   MergedCopy& by_source;
   MergedCopy& by_dest;
 
-  bool any_direct = false;      // some on-node pair of the node copies directly
-  bool any_push = false;        // this rank pushes to some partner
-  bool self_copy = false;       // this rank copies its own block (not in place, sizes match)
-  bool self_by_source = false;  // ... in the stream over its send array (the more fragmented)
+  std::int64_t staging_total = 0;  // bytes of the staging layout
+  std::byte* staging = nullptr;    // where it lies: the node's window, or a prepared call's area
+  bool any_direct = false;         // some on-node pair of the node copies directly
+  bool any_push = false;           // this rank pushes to some partner
+  bool self_copy = false;          // this rank copies its own block (not in place, sizes match)
+  bool self_by_source = false;     // ... in the stream over its send array (the more fragmented)
   int messages = 0, pushed = 0, pulled = 0, staged = 0;  // for the path
   CallError error;         // the first problem, the same on every rank of the node where all can see it
   CallError leader_error;  // the first failure of this rank's leader messages
@@ -427,7 +525,6 @@ NodeLeaderAlltoallw::Call::Call(NodeLeaderAlltoallw& algorithm, const AlltoallwA
       statuses(algorithm.statuses_),
       by_source(algorithm.by_source_),
       by_dest(algorithm.by_dest_) {}
-
 // 1. Publish both sides of every peer, and where my arrays are readable by on-node peers; B1.
 void NodeLeaderAlltoallw::Call::publish() {
   send_layouts.assign(ranks, nullptr);
@@ -519,12 +616,14 @@ const ByteBlock* NodeLeaderAlltoallw::Call::published_blocks(int local, int part
   std::int64_t offset = list_offsets[static_cast<std::size_t>(local) * ranks_on_node + state.local_rank_of[partner]];
   if (receive_list && mode(local, partner) == Mode::pull)
     offset += field(local, SEND_BLOCKS, partner) * static_cast<std::int64_t>(sizeof(ByteBlock));
-  return reinterpret_cast<const ByteBlock*>(state.staging + offset);
+  return reinterpret_cast<const ByteBlock*>(staging + offset);
 }
 
 // 2. Every rank derives the same plan from the published records: how each on-node pair moves,
-// what each rank stages for each node, and from that the staging window's layout.
+// what each rank stages for each node, from that the staging layout, and how its own block goes
+// (copied when not in place and its two sides agree, in the stream over the more fragmented).
 void NodeLeaderAlltoallw::Call::plan() {
+  messages = nodes - 1;
   staged_bytes.assign(static_cast<std::size_t>(ranks_on_node) * nodes, 0);
   any_direct = false;
   for (int local = 0; local < ranks_on_node; ++local)
@@ -536,12 +635,21 @@ void NodeLeaderAlltoallw::Call::plan() {
   lay_out_staging();
   any_push = false;
   for (int dest : node_ranks) any_push = any_push || (dest != me && mode(local_rank, dest) == Mode::push);
+  const std::int64_t sent = field(local_rank, SEND_BYTES, me), expected = field(local_rank, RECV_BYTES, me);
+  self_copy = !in_place && sent == expected && sent > 0;
+  self_by_source = field(local_rank, SEND_RUNS, me) > field(local_rank, RECV_RUNS, me);
+}
+
+NodeLeaderAlltoallw::Call::SelfIn NodeLeaderAlltoallw::Call::self_in() const {
+  if (!self_copy) return SelfIn::none;
+  if (!self_by_source) return SelfIn::pulls;
+  return any_push ? SelfIn::pushes : SelfIn::packs;
 }
 
 // The staging window: per other node, what my node sends it (size header, then each local
 // rank's staged data in local order); my node's on-node slots the same way without a header;
 // per other node, where its message lands; then, when any pair copies directly, the block lists.
-// Grows the window (collective on the node; every rank reaches the same size).
+// Every rank of the node reaches the same size, staging_total.
 void NodeLeaderAlltoallw::Call::lay_out_staging() {
   out_offset.assign(nodes, 0);
   out_bytes.assign(nodes, 0);
@@ -570,8 +678,9 @@ void NodeLeaderAlltoallw::Call::lay_out_staging() {
         list_offsets[static_cast<std::size_t>(local) * ranks_on_node + partner] = total;
         total += list_bytes(local, node_ranks[partner]);
       }
-  state.reserve(total);
+  staging_total = total;
 }
+
 
 // The checks every rank can make for its own receives before anything moves: what each on-node
 // sender publishes against what this rank expects, and its own block (data from other nodes is
@@ -587,50 +696,61 @@ void NodeLeaderAlltoallw::Call::check_sizes() {
       const std::int64_t expected = field(receiver_local, RECV_BYTES, sender);
       if (sent != expected) note_mismatch(error, sender, sent, receiver, expected);
     }
-  const std::int64_t sent = field(local_rank, SEND_BYTES, me), expected = field(local_rank, RECV_BYTES, me);
-  const bool self_ok = in_place || sent == expected;
-  // The self block joins the stream over the more fragmented of its two layouts.
-  self_copy = !in_place && self_ok && sent > 0;
-  self_by_source = field(local_rank, SEND_RUNS, me) > field(local_rank, RECV_RUNS, me);
+}
+
+// The blocking call stages in the node's window, grown to this call's layout (collective over
+// the node when it grows; every rank asks for the same size).
+void NodeLeaderAlltoallw::Call::use_node_staging() {
+  state.reserve(staging_total);
+  staging = state.staging;
 }
 
 // The self block: from my send array into my receive array.
-void NodeLeaderAlltoallw::Call::add_self_copy(MergedCopy& copy) const {
-  copy.add(at(args.sendbuf, args.sdispls[me]), args.sendcounts[me], *send_layouts[me],
+template <class Sink>
+void NodeLeaderAlltoallw::Call::add_self_copy(Sink& sink) const {
+  sink.add(at(args.sendbuf, args.sdispls[me]), args.sendcounts[me], *send_layouts[me],
            at(args.recvbuf, args.rdispls[me]), args.recvcounts[me], *recv_layouts[me]);
 }
 
-// 3. Pack what is staged and publish the block lists direct partners walk; B2.
+// 3. Pack what is staged (with the size headers) and publish the block lists direct partners
+// walk; B2.
 void NodeLeaderAlltoallw::Call::stage() {
-  pack_staged();
+  write_headers(staging);
+  by_source.clear();
+  add_packs(by_source);
+  by_source.run(true);
   if (any_direct) publish_block_lists();
   state.barrier();  // B2
 }
 
-// Packs my staged data (on-node slots not copied directly, everything for other nodes) in one
-// stream in source address order, and writes my row of each outgoing size header. The self
-// block joins the stream when its source is the fragmented side and nothing is pushed.
-void NodeLeaderAlltoallw::Call::pack_staged() {
-  by_source.clear();
+// My row of the size header of each message to another node: [sender's local rank][receiver].
+void NodeLeaderAlltoallw::Call::write_headers(std::byte* base) const {
+  for (int to_node = 0; to_node < nodes; ++to_node) {
+    if (to_node == node) continue;
+    const auto& receivers = state.members[to_node];
+    auto* header = reinterpret_cast<std::int64_t*>(base + out_offset[to_node]);
+    for (std::size_t j = 0; j < receivers.size(); ++j)
+      header[static_cast<std::size_t>(local_rank) * receivers.size() + j] = field(local_rank, SEND_BYTES, receivers[j]);
+  }
+}
+
+// My staged data (on-node slots not copied directly, everything for other nodes), as one stream
+// in source address order; the self block joins it when its source is the fragmented side and
+// nothing is pushed.
+template <class Sink>
+void NodeLeaderAlltoallw::Call::add_packs(Sink& sink) {
   for (int to_node = 0; to_node < nodes; ++to_node) {
     std::int64_t cursor = out_offset[to_node] + header_bytes(to_node);
     for (int local = 0; local < local_rank; ++local) cursor += staged_for(local, to_node);
-    const auto& receivers = state.members[to_node];
-    for (std::size_t j = 0; j < receivers.size(); ++j) {
-      const int dest = receivers[j];
-      if (to_node != node) {  // my row of the size header: [sender's local rank][receiver]
-        auto* header = reinterpret_cast<std::int64_t*>(state.staging + out_offset[to_node]);
-        header[static_cast<std::size_t>(local_rank) * receivers.size() + j] = field(local_rank, SEND_BYTES, dest);
-      }
+    for (const int dest : state.members[to_node]) {
       if (dest == me || slot_bytes(local_rank, dest) == 0) continue;
       const ByteBlock stream{0, field(local_rank, SEND_BYTES, dest)};
-      by_source.add(at(send.buf, send.displs[dest]), send.counts[dest], *send_layouts[dest], state.staging + cursor, 1,
-                    contiguous_span(stream));
+      sink.add(at(send.buf, send.displs[dest]), send.counts[dest], *send_layouts[dest], staging + cursor, 1,
+               contiguous_span(stream));
       cursor += slot_bytes(local_rank, dest);
     }
   }
-  if (self_copy && self_by_source && !any_push) add_self_copy(by_source);
-  by_source.run(true);
+  if (self_in() == SelfIn::packs) add_self_copy(sink);
 }
 
 // For each on-node partner: my send layout's blocks when it pulls from me, then my receive
@@ -639,7 +759,7 @@ void NodeLeaderAlltoallw::Call::publish_block_lists() {
   for (int partner_local = 0; partner_local < ranks_on_node; ++partner_local) {
     const int partner = node_ranks[partner_local];
     if (partner == me) continue;
-    std::byte* out = state.staging + list_offsets[static_cast<std::size_t>(local_rank) * ranks_on_node + partner_local];
+    std::byte* out = staging + list_offsets[static_cast<std::size_t>(local_rank) * ranks_on_node + partner_local];
     if (mode(local_rank, partner) == Mode::pull) {
       const auto& blocks = send_layouts[partner]->blocks;
       std::memcpy(out, blocks.data(), blocks.size() * sizeof(ByteBlock));
@@ -677,19 +797,25 @@ void NodeLeaderAlltoallw::Call::start_leader_messages() {
   requests.clear();
   expected_bytes.clear();
   for (int other_node = 0; other_node < nodes; ++other_node) {
-    if (other_node == node) continue;
-    ++messages;
-    if (state.pair_leader(node, other_node) != me) continue;
+    if (other_node == node || state.pair_leader(node, other_node) != me) continue;
     const int peer = state.pair_leader(other_node, node);
-    post(true, peer, state.staging + out_offset[other_node], out_bytes[other_node]);
-    post(false, peer, state.staging + in_offset[other_node], in_bytes[other_node]);
+    post(true, peer, staging + out_offset[other_node], out_bytes[other_node]);
+    post(false, peer, staging + in_offset[other_node], in_bytes[other_node]);
   }
 }
 
 // 4. Pushes: my send array, in address order, into the shared receive arrays of the partners
-// this rank pushes to (with the self block when it goes by source and something is pushed).
+// this rank pushes to.
 void NodeLeaderAlltoallw::Call::push_on_node() {
   by_source.clear();
+  add_pushes(by_source);
+  by_source.run(true);
+}
+
+// Into the shared receive array of each partner I push to, walking the block list it published
+// (with the self block when it goes by source and something is pushed).
+template <class Sink>
+void NodeLeaderAlltoallw::Call::add_pushes(Sink& sink) {
   for (int dest : node_ranks) {
     if (dest == me || mode(local_rank, dest) != Mode::push ||
         field(state.local_rank_of[dest], RECV_BYTES, me) != field(local_rank, SEND_BYTES, dest))
@@ -703,31 +829,37 @@ void NodeLeaderAlltoallw::Call::push_on_node() {
                            static_cast<std::size_t>(field(dest_local, RECV_BLOCKS, me)),
                            field(dest_local, RECV_BYTES, me) / field(dest_local, RECV_COUNT, me),
                            field(dest_local, RECV_EXTENT, me));
-    by_source.add(at(send.buf, send.displs[dest]), send.counts[dest], *send_layouts[dest], view - lo,
-                  field(dest_local, RECV_COUNT, me), theirs);
+    sink.add(at(send.buf, send.displs[dest]), send.counts[dest], *send_layouts[dest], view - lo,
+             field(dest_local, RECV_COUNT, me), theirs);
     ++pushed;
   }
-  if (self_copy && self_by_source && any_push) add_self_copy(by_source);
-  by_source.run(true);
+  if (self_in() == SelfIn::pushes) add_self_copy(sink);
 }
 
-// 4. Pulls and on-node staged slots, into my receive array in address order (with the self
-// block when it goes by destination).
+// 4. Pulls and on-node staged slots, into my receive array in address order.
 void NodeLeaderAlltoallw::Call::pull_on_node() {
   by_dest.clear();
+  add_pulls(by_dest);
+  by_dest.run(false);
+}
+
+// Each on-node sender's data for me, pulled from its shared send array or read from its staged
+// slot (with the self block when it goes by destination).
+template <class Sink>
+void NodeLeaderAlltoallw::Call::add_pulls(Sink& sink) {
   for (int sender_local = 0; sender_local < ranks_on_node; ++sender_local) {
     const int sender = node_ranks[sender_local];
     if (sender == me || field(local_rank, RECV_BYTES, sender) == 0 || !sizes_match(sender)) continue;
     const Mode how = mode(sender_local, me);
-    if (how == Mode::pull) add_pull(sender_local);
-    if (how == Mode::staged) add_staged_on_node(sender_local);
+    if (how == Mode::pull) add_pull(sink, sender_local);
+    if (how == Mode::staged) add_staged_on_node(sink, sender_local);
   }
-  if (self_copy && !self_by_source) add_self_copy(by_dest);
-  by_dest.run(false);
+  if (self_in() == SelfIn::pulls) add_self_copy(sink);
 }
 
 // From the sender's shared send array, walking the block list it published for me.
-void NodeLeaderAlltoallw::Call::add_pull(int sender_local) {
+template <class Sink>
+void NodeLeaderAlltoallw::Call::add_pull(Sink& sink, int sender_local) {
   const int sender = node_ranks[sender_local];
   const std::int64_t lo = field(sender_local, SEND_LO, me), hi = field(sender_local, SEND_HI, me);
   const std::byte* view = shared_view(state.pids[sender_local], field(sender_local, SEND_ORIGIN, me) + lo, hi - lo);
@@ -736,14 +868,15 @@ void NodeLeaderAlltoallw::Call::add_pull(int sender_local) {
                          static_cast<std::size_t>(field(sender_local, SEND_BLOCKS, me)),
                          field(sender_local, SEND_BYTES, me) / field(sender_local, SEND_COUNT, me),
                          field(sender_local, SEND_EXTENT, me));
-  by_dest.add(view - lo, field(sender_local, SEND_COUNT, me), theirs, at(args.recvbuf, args.rdispls[sender]),
-              args.recvcounts[sender], *recv_layouts[sender]);
+  sink.add(view - lo, field(sender_local, SEND_COUNT, me), theirs, at(args.recvbuf, args.rdispls[sender]),
+           args.recvcounts[sender], *recv_layouts[sender]);
   ++pulled;
 }
 
 // From the sender's slot for me in my node's on-node region: after the rows of the local ranks
 // before it, and its slots for the ranks before me.
-void NodeLeaderAlltoallw::Call::add_staged_on_node(int sender_local) {
+template <class Sink>
+void NodeLeaderAlltoallw::Call::add_staged_on_node(Sink& sink, int sender_local) {
   const int sender = node_ranks[sender_local];
   std::int64_t cursor = out_offset[node];
   for (int local = 0; local < sender_local; ++local) cursor += staged_for(local, node);
@@ -752,8 +885,8 @@ void NodeLeaderAlltoallw::Call::add_staged_on_node(int sender_local) {
     cursor += slot_bytes(sender_local, dest);
   }
   const ByteBlock stream{0, field(local_rank, RECV_BYTES, sender)};
-  by_dest.add(state.staging + cursor, 1, contiguous_span(stream), at(args.recvbuf, args.rdispls[sender]),
-              args.recvcounts[sender], *recv_layouts[sender]);
+  sink.add(staging + cursor, 1, contiguous_span(stream), at(args.recvbuf, args.rdispls[sender]),
+           args.recvcounts[sender], *recv_layouts[sender]);
   ++staged;
 }
 
@@ -791,8 +924,7 @@ void NodeLeaderAlltoallw::Call::unpack_from_other_nodes() {
   if (any_direct) state.barrier();  // B4
 }
 
-// My part of the message from `from_node`: each sender's slot for me, after the slots of the
-// local ranks before me, its size checked against the header.
+// My part of the message from `from_node`, unless its leader's messages failed.
 void NodeLeaderAlltoallw::Call::unpack_from(int from_node) {
   const int leader = state.pair_leader(node, from_node);  // my node's receiver for from_node
   const std::int64_t failed = state.leader_failed(state.local_rank_of[leader], parity);
@@ -803,32 +935,42 @@ void NodeLeaderAlltoallw::Call::unpack_from(int from_node) {
                               : leader_error.text);
     return;
   }
+  add_from_node(by_dest, from_node, reinterpret_cast<const std::int64_t*>(staging + in_offset[from_node]));
+}
+
+// Each sender's slot for me in the message from `from_node`, after the slots of the local ranks
+// before me. With its size `header` (the blocking call), every rank of the node checks the whole
+// header, so that all raise the same problem, and a slot whose size disagrees is not copied; a
+// prepared call (no header: sizes checked when prepared) copies every non-empty slot.
+template <class Sink>
+void NodeLeaderAlltoallw::Call::add_from_node(Sink& sink, int from_node, const std::int64_t* header) {
   const auto& senders = state.members[from_node];
-  const auto* header = reinterpret_cast<const std::int64_t*>(state.staging + in_offset[from_node]);
   std::int64_t cursor = in_offset[from_node] + header_bytes(from_node);
   for (std::size_t i = 0; i < senders.size(); ++i) {
     const int sender = senders[i];
     for (int local = 0; local < local_rank; ++local) cursor += align_up(field(local, RECV_BYTES, sender));
-    // Every rank of the node checks the whole header, so that all raise the same problem.
-    for (int local = 0; local < ranks_on_node; ++local) {
-      const std::int64_t for_local = header[i * static_cast<std::size_t>(ranks_on_node) + local];
-      if (for_local != field(local, RECV_BYTES, sender))
-        note_mismatch(error, sender, for_local, node_ranks[local], field(local, RECV_BYTES, sender));
-    }
     const std::int64_t bytes = field(local_rank, RECV_BYTES, sender);
-    const std::int64_t sent = header[i * static_cast<std::size_t>(ranks_on_node) + local_rank];
+    std::int64_t sent = bytes;
+    if (header != nullptr) {
+      for (int local = 0; local < ranks_on_node; ++local) {
+        const std::int64_t for_local = header[i * static_cast<std::size_t>(ranks_on_node) + local];
+        if (for_local != field(local, RECV_BYTES, sender))
+          note_mismatch(error, sender, for_local, node_ranks[local], field(local, RECV_BYTES, sender));
+      }
+      sent = header[i * static_cast<std::size_t>(ranks_on_node) + local_rank];
+    }
     if (sent == bytes && bytes > 0) {
       const ByteBlock stream{0, bytes};
-      by_dest.add(state.staging + cursor, 1, contiguous_span(stream), at(args.recvbuf, args.rdispls[sender]),
-                  args.recvcounts[sender], *recv_layouts[sender]);
+      sink.add(staging + cursor, 1, contiguous_span(stream), at(args.recvbuf, args.rdispls[sender]),
+               args.recvcounts[sender], *recv_layouts[sender]);
     }
     for (int local = local_rank; local < ranks_on_node; ++local) cursor += align_up(field(local, RECV_BYTES, sender));
   }
 }
 
-// What this rank did, e.g. "node_leader (on-node: single-copy push; inter-node: 1 aggregated
-// message)".
-std::string NodeLeaderAlltoallw::Call::path() const {
+// Which routes this rank's data takes, e.g. "on-node: single-copy push; inter-node: 1
+// aggregated message".
+std::string NodeLeaderAlltoallw::Call::routes() const {
   std::string on_node;
   auto add = [&](int count, const char* what) {
     if (count > 0) on_node += (on_node.empty() ? "" : "+") + std::string(what);
@@ -837,8 +979,14 @@ std::string NodeLeaderAlltoallw::Call::path() const {
   add(pulled, "single-copy pull");
   add(staged, "staged");
   if (on_node.empty()) on_node = "none";
-  return std::string("node_leader (") + (in_place ? "in place; " : "") + "on-node: " + on_node +
-         "; inter-node: " + std::to_string(messages) + " aggregated message" + (messages == 1 ? "" : "s") + ")";
+  return "on-node: " + on_node + "; inter-node: " + std::to_string(messages) + " aggregated message" +
+         (messages == 1 ? "" : "s");
+}
+
+// What this rank did, e.g. "node_leader (on-node: single-copy push; inter-node: 1 aggregated
+// message)".
+std::string NodeLeaderAlltoallw::Call::path() const {
+  return std::string("node_leader (") + (in_place ? "in place; " : "") + routes() + ")";
 }
 
 // One call as the protocol's steps (node_leader.hpp); the node barriers B1-B4 are inside the
@@ -849,6 +997,7 @@ void NodeLeaderAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwCom
   call.publish();
   call.plan();
   call.check_sizes();
+  call.use_node_staging();
   call.stage();
   call.start_leader_messages();
   call.push_on_node();
@@ -857,6 +1006,286 @@ void NodeLeaderAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwCom
   call.unpack_from_other_nodes();
   set_path(call.path());
   if (!call.error.empty()) call.error.raise();
+}
+
+// ---- The prepared form (node_leader.hpp) ----
+
+namespace {
+
+// A copy stream fixed when a call is prepared: the pieces of its copies, merged once into the
+// address order MergedCopy would run them in (of the sources, or of the destinations), so that
+// a start only copies. A side that lies in the first staging buffer is moved at run time to the
+// buffer of the start's parity: one list serves both.
+class FixedStream {
+ public:
+  // As MergedCopy::add: count_s instances of ls at src to count_d instances of ld at dst.
+  void add(const std::byte* src, std::int64_t count_s, BlockSpan ls, std::byte* dst, std::int64_t count_d,
+           BlockSpan ld) {
+    if (count_s <= 0 || ls.size == 0) return;
+    std::vector<Piece>& list = lists_.emplace_back();
+    for_each_piece(count_s, ls, count_d, ld, [&](std::int64_t soff, std::int64_t doff, std::int64_t n) {
+      if (!list.empty() && list.back().src + list.back().len == src + soff &&
+          list.back().dst + list.back().len == dst + doff) {
+        list.back().len += static_cast<std::uint64_t>(n);  // adjacent on both sides: one copy
+        return;
+      }
+      Piece piece{};
+      piece.src = src + soff;
+      piece.dst = dst + doff;
+      piece.len = static_cast<std::uint64_t>(n);
+      list.push_back(piece);
+    });
+    bytes_ += count_s * ls.size;
+  }
+
+  // Merges the copies' pieces by source (or destination) address, and marks the sides that lie
+  // in [buffer, buffer + bytes), the first staging buffer.
+  void finish(bool by_source, const std::byte* buffer, std::int64_t bytes) {
+    const auto lo = reinterpret_cast<std::uintptr_t>(buffer), hi = lo + static_cast<std::uintptr_t>(bytes);
+    auto inside = [&](const std::byte* p) { return reinterpret_cast<std::uintptr_t>(p) - lo < hi - lo; };
+    auto key = [&](const Piece& p) { return reinterpret_cast<std::uintptr_t>(by_source ? p.src : p.dst); };
+    std::vector<std::size_t> next(lists_.size(), 0);
+    for (;;) {  // k-way merge: k is the number of copies, a handful per partner
+      std::size_t best = lists_.size();
+      for (std::size_t k = 0; k < lists_.size(); ++k)
+        if (next[k] < lists_[k].size() && (best == lists_.size() || key(lists_[k][next[k]]) < key(lists_[best][next[best]])))
+          best = k;
+      if (best == lists_.size()) break;
+      Piece piece = lists_[best][next[best]++];
+      piece.shift_src = inside(piece.src) ? 1 : 0;
+      piece.shift_dst = inside(piece.dst) ? 1 : 0;
+      pieces_.push_back(piece);
+    }
+    lists_ = {};
+  }
+
+  // Copies every piece, staging sides moved by `shift` bytes (to the start's buffer).
+  void run(std::ptrdiff_t shift) const {
+    if (pieces_.empty()) return;
+    const BlockCopy copy(bytes_);  // streaming stores from kStreamingCopyBytes, as MergedCopy
+    for (const Piece& p : pieces_)
+      copy(p.dst + (p.shift_dst ? shift : 0), p.src + (p.shift_src ? shift : 0), static_cast<std::int64_t>(p.len));
+  }
+
+ private:
+  struct Piece {
+    const std::byte* src;
+    std::byte* dst;
+    std::uint64_t len : 62, shift_src : 1, shift_dst : 1;
+  };
+  std::vector<std::vector<Piece>> lists_;  // per copy, until finish()
+  std::vector<Piece> pieces_;              // merged
+  std::int64_t bytes_ = 0;
+};
+
+}  // namespace
+
+// One prepared call: steps 1-2 of the blocking call, the staging area and the copy lists, done
+// once; each start runs the copies, one or two node barriers and the leader messages.
+class NodeLeaderAlltoallw::Prepared final : public PreparedExchange {
+ public:
+  Prepared(NodeLeaderAlltoallw& algorithm, const AlltoallwArgs& args, NodeLeaderCopy copy);  // collective
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+  ~Prepared() override;  // local
+  void start() override;
+  std::string path() const override { return path_; }
+
+ private:
+  void lay_out_area(const Call& call);
+  void build_copies(Call& call);
+  void create_leader_messages(const Call& call);
+  void start_leader_messages(int buffer, CallError& leader_error);
+  void finish_leader_messages(int buffer, CallError& leader_error);
+  CallError unpack_from_other_nodes(int buffer, const CallError& leader_error);
+  void barrier() { state_.barrier_over(area_->window); }
+  std::int64_t& leader_failed(int local, int buffer) const {
+    return *reinterpret_cast<std::int64_t*>(area_->base + (2 * local + buffer) * kAlign);
+  }
+
+  NodeState& state_;
+  std::shared_ptr<PreparedArea> area_;  // lent by the node state; holds the flags and the buffers
+  int buffers_ = 2;                     // staging buffers: 2 (used by start parity) or 1
+  bool two_barriers_ = true;            // S2 as well as S1 (see start())
+  std::int64_t buffer_bytes_ = 0;       // one buffer: the call's staging layout, whole cache lines
+  std::byte* staging_ = nullptr;        // the first buffer, after the leader-failure flags
+  FixedStream packs_, pushes_, pulls_, from_other_nodes_;
+  std::vector<MPI_Request> requests_[2];   // persistent leader messages, per buffer
+  std::vector<std::int64_t> expected_[2];  // per request: the bytes a receive brings; -1 for a send
+  std::vector<MPI_Status> statuses_;
+  std::vector<int> receiving_local_;  // per other node: the local rank whose messages bring its data
+  CallError setup_error_;             // a leader message that could not be created
+  std::uint64_t starts_ = 0;
+  std::string path_;
+};
+
+// Steps 1-2 of the blocking call, then this call's own staging area, the size headers (the same
+// at every start), the block lists direct partners walk (and a barrier so that they can), the
+// copy lists and the persistent leader messages.
+NodeLeaderAlltoallw::Prepared::Prepared(NodeLeaderAlltoallw& algorithm, const AlltoallwArgs& args,
+                                        NodeLeaderCopy copy)
+    : state_(node_state(args.comm)) {
+  Call call(algorithm, args, copy);
+  call.publish();  // B1 of the control records' parity
+  call.plan();
+  lay_out_area(call);
+  call.staging = staging_;
+  for (int buffer = 0; buffer < buffers_; ++buffer) call.write_headers(staging_ + buffer * buffer_bytes_);
+  if (call.any_direct) {
+    call.publish_block_lists();
+    barrier();
+  }
+  build_copies(call);
+  create_leader_messages(call);
+  const int barriers = state_.ranks_on_node == 1 ? 0 : two_barriers_ ? 2 : 1;
+  path_ = std::string("node_leader (persistent; ") + (call.in_place ? "in place; " : "") + call.routes() + "; " +
+          std::to_string(barriers) + " node barrier" + (barriers == 1 ? "" : "s") + " per start)";
+}
+
+// Barriers and buffers per start: one node, all staged: S1 only, two buffers by start parity (a
+// rank packs start N into buffer N%2 after S1 of start N-1, which every peer reached only once
+// done reading start N-2's from it). One node with direct copies: S2 as well, after them (the
+// partners' arrays are in use until then), which also frees the one buffer. Several nodes: S2
+// after the leaders' messages, before the data from other nodes is unpacked; two buffers.
+void NodeLeaderAlltoallw::Prepared::lay_out_area(const Call& call) {
+  const bool one_node = call.nodes == 1;
+  two_barriers_ = !one_node || call.any_direct;
+  buffers_ = one_node && call.any_direct ? 1 : 2;
+  buffer_bytes_ = align_up(call.staging_total);
+  const std::int64_t flags = 2 * kAlign * call.ranks_on_node;
+  area_ = state_.lend_area(flags + buffers_ * buffer_bytes_);
+  staging_ = area_->base + flags;
+}
+
+// The copy lists of every start, as the blocking call's steps add them.
+void NodeLeaderAlltoallw::Prepared::build_copies(Call& call) {
+  call.add_packs(packs_);
+  packs_.finish(true, staging_, buffer_bytes_);
+  call.add_pushes(pushes_);
+  pushes_.finish(true, staging_, buffer_bytes_);
+  call.add_pulls(pulls_);
+  pulls_.finish(false, staging_, buffer_bytes_);
+  for (int from_node = 0; from_node < call.nodes; ++from_node)
+    if (from_node != call.node) call.add_from_node(from_other_nodes_, from_node, nullptr);
+  from_other_nodes_.finish(false, staging_, buffer_bytes_);
+}
+
+// Persistent sends and receives for the node pairs this rank leads, per buffer, in pieces of at
+// most kChunk bytes; and, per other node, which local rank receives its data.
+void NodeLeaderAlltoallw::Prepared::create_leader_messages(const Call& call) {
+  receiving_local_.assign(static_cast<std::size_t>(call.nodes), -1);
+  for (int other = 0; other < call.nodes; ++other) {
+    if (other == call.node) continue;
+    receiving_local_[other] = state_.local_rank_of[state_.pair_leader(call.node, other)];
+    if (state_.pair_leader(call.node, other) != call.me) continue;
+    const int peer = state_.pair_leader(other, call.node);
+    for (int buffer = 0; buffer < buffers_; ++buffer) {
+      std::byte* base = staging_ + buffer * buffer_bytes_;
+      for (const bool outgoing : {true, false}) {
+        std::byte* message = base + (outgoing ? call.out_offset[other] : call.in_offset[other]);
+        const std::int64_t bytes = outgoing ? call.out_bytes[other] : call.in_bytes[other];
+        for (std::int64_t done = 0; done < bytes; done += kChunk) {
+          const int piece = static_cast<int>(std::min(kChunk, bytes - done));
+          MPI_Request request = MPI_REQUEST_NULL;
+          const int rc = outgoing ? PMPI_Send_init(message + done, piece, MPI_BYTE, peer, tags::node_leader,
+                                                   state_.message_comm, &request)
+                                  : PMPI_Recv_init(message + done, piece, MPI_BYTE, peer, tags::node_leader,
+                                                   state_.message_comm, &request);
+          if (rc != MPI_SUCCESS) {
+            note(setup_error_, class_of(rc), "node_leader: creating a persistent leader message failed: " +
+                                                 mpi_error_string(rc));
+            continue;
+          }
+          requests_[buffer].push_back(request);
+          expected_[buffer].push_back(outgoing ? -1 : piece);
+        }
+      }
+    }
+  }
+}
+
+// Persistent requests are freed locally; none is active between starts.
+NodeLeaderAlltoallw::Prepared::~Prepared() {
+  int finalized = 0;
+  PMPI_Finalized(&finalized);
+  if (finalized) return;
+  for (auto& requests : requests_)
+    for (MPI_Request& request : requests)
+      if (request != MPI_REQUEST_NULL) PMPI_Request_free(&request);
+}
+
+// One start: pack into the start's buffer; S1; the leaders start their messages while every
+// rank does its pushes, pulls and on-node staged slots; the leaders wait and flag failures; S2
+// (see lay_out_area for when); everyone unpacks what came from other nodes. A failed leader
+// message does not stop the barriers: every rank of the node raises after the last one.
+void NodeLeaderAlltoallw::Prepared::start() {
+  const int buffer = buffers_ == 2 ? static_cast<int>(starts_++ & 1) : 0;
+  const std::ptrdiff_t shift = buffer * buffer_bytes_;
+  CallError leader_error = setup_error_;
+  packs_.run(shift);
+  barrier();  // S1: this start's slots are packed, and every rank of the node is in this start
+  start_leader_messages(buffer, leader_error);
+  pushes_.run(shift);
+  pulls_.run(shift);
+  finish_leader_messages(buffer, leader_error);
+  if (two_barriers_) barrier();  // S2: direct copies done, other nodes' data arrived
+  const CallError error = unpack_from_other_nodes(buffer, leader_error);
+  if (!error.empty()) error.raise();
+}
+
+void NodeLeaderAlltoallw::Prepared::start_leader_messages(int buffer, CallError& leader_error) {
+  std::vector<MPI_Request>& requests = requests_[buffer];
+  if (requests.empty()) return;
+  const int rc = PMPI_Startall(static_cast<int>(requests.size()), requests.data());
+  if (rc != MPI_SUCCESS) note(leader_error, class_of(rc), "node_leader: MPI_Startall failed: " + mpi_error_string(rc));
+}
+
+// The leaders wait for their messages (an inactive request completes at once) and check each
+// receive's size; every rank publishes whether its leader messages failed, before S2.
+void NodeLeaderAlltoallw::Prepared::finish_leader_messages(int buffer, CallError& leader_error) {
+  std::vector<MPI_Request>& requests = requests_[buffer];
+  if (!requests.empty()) {
+    statuses_.resize(requests.size());
+    const int rc = PMPI_Waitall(static_cast<int>(requests.size()), requests.data(), statuses_.data());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const int err = rc == MPI_ERR_IN_STATUS ? statuses_[i].MPI_ERROR : rc;
+      if (err != MPI_SUCCESS && err != MPI_ERR_PENDING) {
+        note(leader_error, class_of(err), "node_leader: leader message failed: " + mpi_error_string(err));
+        continue;
+      }
+      int got = 0;
+      const std::int64_t expected = expected_[buffer][i];
+      if (expected >= 0 && PMPI_Get_count(&statuses_[i], MPI_BYTE, &got) == MPI_SUCCESS && got != expected)
+        note(leader_error, mismatch_class(got, expected),
+             "node_leader: a node sent " + std::to_string(got) + " bytes where " + std::to_string(expected) +
+                 " were expected");
+    }
+  }
+  if (state_.nodes > 1) leader_failed(state_.local_rank, buffer) = leader_error.error_class;
+}
+
+// After S2: the data from other nodes, unless a leader message of this node failed (then no
+// rank unpacks any, and all raise).
+CallError NodeLeaderAlltoallw::Prepared::unpack_from_other_nodes(int buffer, const CallError& leader_error) {
+  CallError error;
+  if (state_.nodes == 1) return error;
+  for (int other = 0; other < state_.nodes; ++other) {
+    if (other == state_.node) continue;
+    const std::int64_t failed = leader_failed(receiving_local_[other], buffer);
+    if (failed != MPI_SUCCESS)
+      note(error, static_cast<int>(failed),
+           leader_error.empty() ? "node_leader: the message from node " + std::to_string(other) +
+                                      " failed (its leader's error names the cause)"
+                                : leader_error.text);
+  }
+  if (error.empty()) from_other_nodes_.run(buffer * buffer_bytes_);
+  return error;
+}
+
+std::unique_ptr<PreparedExchange> NodeLeaderAlltoallw::prepare_exchange(const AlltoallwArgs& args,
+                                                                        const AlltoallwComm&) {
+  const NodeLeaderCopy copy = settings().node_leader_copy.get();  // before the node state is built
+  return std::make_unique<Prepared>(*this, args, copy);
 }
 
 }  // namespace tb

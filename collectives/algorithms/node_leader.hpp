@@ -30,6 +30,35 @@
 // per node pair, each slot padded to 64 bytes. Copies per byte: on-node direct 1, on-node
 // staged 2, inter-node 2 plus the network, self 1.
 //
+// Prepared form (prepare(), as MPI_Alltoallw_init): done ONCE, at prepare (collective): steps
+// 1-2 (publish, B1, plan; the sizes were checked on every rank by prepare()), the staging
+// layout, a staging area of the call's own (lent from a pool kept with the node state, below),
+// the size headers, the block lists direct partners walk (and a barrier), the copy lists of
+// every step (each copy's pieces, merged once into address order) and the leaders' persistent
+// sends and receives. Per START: pack the staged data; node barrier S1; the leaders start their
+// messages while every rank pushes, pulls and unpacks its on-node staged slots; the leaders
+// wait and flag failures; node barrier S2 unless one node stages everything; unpack what came
+// from other nodes. Barriers per start: 1 on one node with everything staged (two staging
+// buffers used by start parity: a rank writes start N into buffer N%2 after S1 of start N-1,
+// which its peers reach only after reading start N-2's data from that buffer), 2 with direct
+// copies (S2 keeps the partners' arrays in use until the copies are done; one buffer) or with
+// several nodes (S2 after the leaders' messages; two buffers), 0 on a node of one rank. The
+// path says so: "node_leader (persistent; on-node: staged; inter-node: 0 aggregated messages; 1
+// node barrier per start)".
+// The areas: the node state keeps them and frees them with the communicator; a prepared call
+// holds one through a shared_ptr, so dropping it is local (it frees its persistent requests,
+// which is local too). A prepare lends the smallest area that no rank of the node holds any more
+// (one MPI_Allreduce on the node decides, since ranks drop their calls in different orders),
+// grows one, or makes a new one: as many areas as prepared calls were alive at once, each as
+// large as the largest call it served. Blocking calls stage in the node's window and other
+// prepared calls in their own areas, so interleaving them with starts cannot disturb a start;
+// the node barrier count and the leaders' message order are shared and stay consistent because
+// every call is collective and completes its messages before returning. A failed leader message
+// (or one that could not be created) is flagged in the area: every rank of the node passes both
+// barriers, unpacks nothing from other nodes, and raises. MPI_IN_PLACE stages; arrays in a
+// NodeSharedBuffer take the direct push/pull as above. The communicator must not be freed before
+// the last start (dropping the prepared call after it is fine).
+//
 // Leaders: TB_NODE_LEADERS=1 (default: the node's first rank), an integer k (k ranks spread over
 // the node; the node pairs are dealt out among them), or "numa" (the first rank bound inside
 // each NUMA domain, found with hwloc; unbound ranks count as one domain).
@@ -62,9 +91,12 @@ class NodeLeaderAlltoallw final : public AlltoallwAlgorithm {
 
  protected:
   void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
+  // The prepared form (see above). Collective over args.comm; the result's destruction is local.
+  std::unique_ptr<PreparedExchange> prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 
  private:
-  struct Call;  // one call: its arguments, the node's state, the plan and the steps (.cpp)
+  struct Call;      // one call: its arguments, the node's state, the plan and the steps (.cpp)
+  class Prepared;   // one prepared call: its area, copy lists and leader messages (.cpp)
 
   // Tables a call fills, kept between calls so that a warm call allocates nothing.
   std::vector<std::shared_ptr<const TypeLayout>> send_layouts_, recv_layouts_;  // per peer
@@ -86,6 +118,9 @@ struct NodeLeaderStats {
   bool shared_windows = false;           // MPI shared windows; a node of one rank uses private memory
   int leaders_on_my_node = -1;
   std::string leader_rule;  // e.g. "first rank", "2 per node", "numa (hwloc)"
+  int prepared_areas = -1;  // staging areas kept for prepared calls (live ones and idle ones)
+  int prepared_areas_held = -1;          // ... of which prepared calls of this process hold
+  std::int64_t prepared_area_bytes = -1;  // their capacity in all
 };
 NodeLeaderStats node_leader_stats(MPI_Comm comm);
 
