@@ -161,11 +161,11 @@ ProblemRecord find_problem(const AlltoallwArgs& a, const AlltoallwComm& c, const
 // and all agree on the worst problem found anywhere. Throws on every rank if there is one,
 // before any data moves.
 void check_collectively(const AlltoallwArgs& a, const AlltoallwComm& c, const CallError& own,
-                        std::string_view algorithm) {
+                        std::string_view algorithm, std::string_view why = "TB_CHECKED") {
   const ProblemRecord all = find_problem(a, c, own);
   if (all.severity == 0) return;
   if (!own.empty()) own.raise();
-  throw MpiError(static_cast<int>(all.error_class), problem_text(std::string(algorithm) + " (TB_CHECKED)", all));
+  throw MpiError(static_cast<int>(all.error_class), problem_text(std::string(algorithm) + " (" + std::string(why) + ")", all));
 }
 
 }  // namespace
@@ -209,7 +209,7 @@ std::unique_ptr<PreparedAlltoallw> AlltoallwAlgorithm::prepare(const AlltoallwAr
   const Inspection in = inspect(args, name());
   std::optional<Sanitized> sanitized;
   if (!in.error.empty()) sanitized.emplace(args, in.comm.size, in.unusable);
-  check_collectively(sanitized ? sanitized->args : args, in.comm, in.error, name());
+  check_collectively(sanitized ? sanitized->args : args, in.comm, in.error, name(), "prepare");
   return std::unique_ptr<PreparedAlltoallw>(new PreparedAlltoallw(*this, args, in.comm));
 }
 

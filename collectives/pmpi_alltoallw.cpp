@@ -14,6 +14,15 @@
 // would: the class each tb::MpiError carries (collectives/algorithm_support.hpp), MPI_ERR_ARG for
 // a setting or algorithm name that cannot be used. TB_CHECKED=1 works here as in the C++ API.
 // Internally only PMPI_* entry points are used, so the library never recurses into itself.
+//
+// Persistent calls: MPI_Alltoallw_init (MPI 4: MPICH 4.0.2) and MPIX_Alltoallw_init (Open MPI
+// 4.1's pcollreq extension) prepare the call with the same algorithm (its prepared form:
+// AlltoallwAlgorithm::prepare) and return a persistent request of the library's own, a send of no
+// bytes to MPI_PROC_NULL, so that MPI_Wait, MPI_Test and their relatives work unchanged. MPI_Start
+// and MPI_Startall run the prepared call when given such a request, then start that request; the
+// exchange therefore happens inside MPI_Start (an implementation of a persistent collective may
+// do that: every rank starts its collectives in the same order) and the wait returns at once.
+// MPI_Request_free drops the prepared call.
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
@@ -21,8 +30,13 @@
 
 #include <nlohmann/json.hpp>
 
+#if defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -35,6 +49,7 @@ namespace {
 
 struct State {
   std::unique_ptr<tb::AlltoallwAlgorithm> algorithm;
+  std::map<MPI_Request, std::unique_ptr<tb::PreparedAlltoallw>> prepared;  // by the request handed out
   std::string error;  // why no algorithm could be made
   std::string last_path;
   long calls = 0;
@@ -67,8 +82,8 @@ void init(State& s) {
   }
 }
 
-int fail(MPI_Comm comm, int error_class, const std::string& message) {
-  std::fprintf(stderr, "[libtb_alltoallw] rank %d: MPI_Alltoallw: %s\n", world_rank(), message.c_str());
+int fail(MPI_Comm comm, int error_class, const std::string& message, const char* function = "MPI_Alltoallw") {
+  std::fprintf(stderr, "[libtb_alltoallw] rank %d: %s: %s\n", world_rank(), function, message.c_str());
   if (comm != MPI_COMM_NULL) PMPI_Comm_call_errhandler(comm, error_class);
   return error_class;
 }
@@ -148,8 +163,120 @@ extern "C" int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const 
   return MPI_SUCCESS;
 }
 
+namespace {
+
+// MPI_Alltoallw_init and MPIX_Alltoallw_init: the call prepared with the algorithm, behind a
+// persistent request of the library's own.
+int alltoallw_init(const void* sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                   void* recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                   MPI_Comm comm, MPI_Request* request) {
+  State& s = state();
+  if (!s.initialised) init(s);
+  const char* function = "MPI_Alltoallw_init";
+  if (request == nullptr) return fail(comm, MPI_ERR_REQUEST, "request is NULL", function);
+  *request = MPI_REQUEST_NULL;
+  if (!s.algorithm) return fail(comm, MPI_ERR_ARG, s.error, function);
+  std::unique_ptr<tb::PreparedAlltoallw> call;
+  try {
+    call = s.algorithm->prepare({sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm});
+  } catch (const tb::MpiError& e) {
+    int error_class = MPI_ERR_OTHER;
+    PMPI_Error_class(e.code(), &error_class);
+    return fail(comm, error_class, e.what(), function);
+  } catch (const std::exception& e) {
+    return fail(comm, MPI_ERR_ARG, e.what(), function);
+  }
+  MPI_Request handle = MPI_REQUEST_NULL;
+  const int code = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm, &handle);
+  if (code != MPI_SUCCESS) return code;
+  if (s.verbose >= 1)
+    std::fprintf(stderr, "[libtb_alltoallw] rank %d: MPI_Alltoallw_init via %s\n", world_rank(), call->last_path().c_str());
+  s.prepared[handle] = std::move(call);
+  *request = handle;
+  return MPI_SUCCESS;
+}
+
+// Runs the prepared call behind `request`, if it is one; MPI_SUCCESS otherwise.
+int run_prepared(State& s, MPI_Request request) {
+  const auto found = s.prepared.find(request);
+  if (found == s.prepared.end()) return MPI_SUCCESS;
+  tb::PreparedAlltoallw& call = *found->second;
+  const MPI_Comm comm = call.args().comm;
+  try {
+    call.start();
+  } catch (const tb::MpiError& e) {
+    int error_class = MPI_ERR_OTHER;
+    PMPI_Error_class(e.code(), &error_class);
+    return fail(comm, error_class, e.what(), "MPI_Start");
+  } catch (const std::exception& e) {
+    return fail(comm, MPI_ERR_OTHER, e.what(), "MPI_Start");
+  }
+  if (s.verbose >= 2)
+    std::fprintf(stderr, "[libtb_alltoallw] rank %d: MPI_Start of MPI_Alltoallw_init via %s (start %lld)\n",
+                 world_rank(), call.last_path().c_str(), static_cast<long long>(call.starts()));
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+#if MPI_VERSION >= 4
+extern "C" int MPI_Alltoallw_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                  const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info,
+                                  MPI_Request* request) {
+  return alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+}
+#endif
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+extern "C" int MPIX_Alltoallw_init(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                                   const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info,
+                                   MPI_Request* request) {
+  return alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+}
+#endif
+
+// The library's persistent requests are started as they are; a prepared Alltoallw runs first.
+extern "C" int MPI_Start(MPI_Request* request) {
+  State& s = state();
+  if (request != nullptr && !s.prepared.empty()) {
+    const int code = run_prepared(s, *request);
+    if (code != MPI_SUCCESS) return code;
+  }
+  return PMPI_Start(request);
+}
+
+// The library's requests are started first (a receive among them may be what a peer's prepared
+// call waits behind), then each prepared Alltoallw in order, then their own requests.
+extern "C" int MPI_Startall(int count, MPI_Request requests[]) {
+  State& s = state();
+  if (s.prepared.empty() || count <= 0 || requests == nullptr) return PMPI_Startall(count, requests);
+  std::vector<MPI_Request> library;
+  for (int i = 0; i < count; ++i)
+    if (!s.prepared.count(requests[i])) library.push_back(requests[i]);
+  if (!library.empty()) {
+    const int code = PMPI_Startall(static_cast<int>(library.size()), library.data());
+    if (code != MPI_SUCCESS) return code;
+  }
+  for (int i = 0; i < count; ++i)
+    if (s.prepared.count(requests[i])) {
+      int code = run_prepared(s, requests[i]);
+      if (code == MPI_SUCCESS) code = PMPI_Start(&requests[i]);
+      if (code != MPI_SUCCESS) return code;
+    }
+  return MPI_SUCCESS;
+}
+
+extern "C" int MPI_Request_free(MPI_Request* request) {
+  State& s = state();
+  if (request != nullptr) s.prepared.erase(*request);
+  return PMPI_Request_free(request);
+}
+
 extern "C" int MPI_Finalize() {
   State& s = state();
+  s.prepared.clear();  // they use the algorithm and MPI state
   if (s.verbose >= 1 && s.calls > 0)
     std::fprintf(stderr, "[libtb_alltoallw] rank %d: %ld MPI_Alltoallw calls, algorithm %s\n", world_rank(), s.calls,
                  std::string(s.algorithm->name()).c_str());

@@ -1,6 +1,7 @@
 #include "collectives/settings.hpp"
 
 #include "collectives/registry.hpp"
+#include "collectives/tuning_table.hpp"
 
 #include <array>
 #include <cerrno>
@@ -15,6 +16,8 @@ namespace {
 const std::array kSettings{
     SettingInfo{"TB_ALLTOALLW", "algorithm name", "native",
                 "the algorithm a plan or the PMPI library runs when none is named", "plans, libtb_alltoallw"},
+    SettingInfo{"TB_TUNING_TABLE", "path", "(none: built-in rule)",
+                "the tuning table (experiments/tune.py) from which auto chooses an algorithm per call", "auto"},
     SettingInfo{"TB_ALGORITHM_PLUGINS", "paths, ':'-separated", "(none)",
                 "shared libraries of extra algorithms, loaded on the registry's first use", "registry"},
     SettingInfo{"TB_ALLTOALLW_VERBOSE", "0, 1 or 2", "0",
@@ -139,6 +142,7 @@ Settings read_environment() {
   constexpr long long int_max = std::numeric_limits<int>::max();
   Settings s;
   s.alltoallw = text_setting("TB_ALLTOALLW");
+  s.tuning_table = text_setting("TB_TUNING_TABLE");
   s.algorithm_plugins = path_list("TB_ALGORITHM_PLUGINS");
   s.alltoallw_verbose = integer_setting<int>("TB_ALLTOALLW_VERBOSE", 0, 0, 2, "0, 1 or 2");
   s.alltoallw_record = text_setting("TB_ALLTOALLW_RECORD");
@@ -200,7 +204,7 @@ void reload_settings() { current() = read_environment(); }
 void check_settings() {
   const Settings& s = settings();
   for (const std::string* error :
-       {&s.alltoallw.error(), &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(),
+       {&s.alltoallw.error(), &s.tuning_table.error(), &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(),
         &s.checked.error(),         &s.ranks_per_node.error(), &s.num_nodes.error(), &s.node_order.error(), &s.node_leaders.error(),
         &s.node_leader_copy.error(), &s.streaming_stores.error(), &s.ucx_pack_below.error(),
         &s.ucx_timeout_s.error(), &s.conformance_seed.error(), &s.conformance_cases.error(),
@@ -211,6 +215,8 @@ void check_settings() {
   // which names the variable and lists the algorithms.
   const std::string& chosen = s.alltoallw.get();
   if (!chosen.empty() && !is_alltoallw_algorithm(chosen)) make_alltoallw("");
+  // A tuning table that is missing or malformed is an error before any work, naming the file.
+  if (!s.tuning_table.get().empty()) tuning_table(s.tuning_table.get());
 }
 
 }  // namespace tb

@@ -63,6 +63,7 @@ struct NodeLeaderRule {
 
 struct Settings {
   Setting<std::string> alltoallw;                       // TB_ALLTOALLW ("" = native)
+  Setting<std::string> tuning_table;                    // TB_TUNING_TABLE ("" = auto's built-in rule)
   Setting<std::vector<std::string>> algorithm_plugins;  // TB_ALGORITHM_PLUGINS
   Setting<int> alltoallw_verbose;                       // TB_ALLTOALLW_VERBOSE
   Setting<std::string> alltoallw_record;                // TB_ALLTOALLW_RECORD ("" = off)

@@ -23,6 +23,16 @@ foreach(line IN LISTS lines)
     set_tests_properties(pmpi.${algorithm}.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;pmpi"
                          ENVIRONMENT "${TB_MPI_TEST_ENV}")
   endforeach()
+  # The persistent form under the PMPI library: the prepared call at init (its path printed), three
+  # starts with new data, one through MPI_Startall, and a mismatched init failing on every rank
+  # (the app exits 0 only when all of that holds).
+  foreach(n 1 3)
+    add_test(pmpi.persistent.${algorithm}.np${n} ${TB_EXPECT_OUTPUT}
+             "MPI_Alltoallw_init via ${algorithm}"
+             ${TB_MPIEXEC} ${TB_MPIEXEC_NUMPROC_FLAG} ${n} ${TB_MPIEXEC_FLAGS} ${TB_ALLTOALLW_PERSISTENT_APP} --mismatch)
+    set_tests_properties(pmpi.persistent.${algorithm}.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;pmpi"
+                         ENVIRONMENT "${TB_MPI_TEST_ENV};LD_PRELOAD=${TB_PMPI_LIBRARY};TB_ALLTOALLW=${algorithm};TB_ALLTOALLW_VERBOSE=1")
+  endforeach()
   # Misuse without and with TB_CHECKED (tests/alltoallw_misuse.c): the expected class where the
   # algorithm can know, no hang, no write past the receive layout, and a correct call after each.
   foreach(mode unchecked checked)

@@ -42,7 +42,85 @@ void layout_counts(const std::vector<std::int64_t>& bytes, int self, std::vector
   }
 }
 
+// pack_alltoallv's prepared form: per-peer layouts, counts and displacements, and both staging
+// buffers made once. prepare() has matched every sender's size with its receiver's, so blocks
+// travel without the size header, and a start packs, exchanges and unpacks.
+class PreparedPackAlltoallv final : public PreparedExchange {
+ public:
+  PreparedPackAlltoallv(const AlltoallwArgs& a, const AlltoallwComm& c);
+  void start() override;
+  std::string path() const override {
+    return in_place_ ? "pack_alltoallv (persistent, in place)" : "pack_alltoallv (persistent)";
+  }
+
+ private:
+  AlltoallwArgs args_;
+  SendSide send_;
+  int size_ = 0, me_ = 0;
+  bool in_place_ = false;
+  std::vector<std::shared_ptr<const TypeLayout>> slayout_, rlayout_;
+  std::vector<int> scounts_, sdispls_, rcounts_, rdispls_;
+  std::vector<std::byte> sbuf_, rbuf_;
+};
+
+// The per-peer layouts and byte counts of one side (`counts`, `types`); the self block gets no
+// staging space.
+std::vector<std::int64_t> side_bytes(const int* counts, const MPI_Datatype* types, int size,
+                                     std::vector<std::shared_ptr<const TypeLayout>>& layouts) {
+  std::vector<std::int64_t> bytes(static_cast<std::size_t>(size), 0);
+  layouts.assign(static_cast<std::size_t>(size), nullptr);
+  for (int p = 0; p < size; ++p)
+    if (counts[p] > 0) {
+      layouts[p] = type_layout(types[p]);
+      bytes[p] = counts[p] * layouts[p]->size;
+    }
+  return bytes;
+}
+
+// Back-to-back int counts and displacements; throws when a block or the total passes INT_MAX.
+void lay_out(std::vector<std::int64_t> bytes, int self, std::vector<int>& counts, std::vector<int>& displs,
+             std::vector<std::byte>& buffer) {
+  bytes[static_cast<std::size_t>(self)] = 0;
+  counts.assign(bytes.size(), 0);
+  displs.assign(bytes.size(), 0);
+  std::int64_t total = 0;
+  for (std::size_t p = 0; p < bytes.size(); ++p) {
+    if (total + bytes[p] > INT_MAX)
+      throw std::invalid_argument("pack_alltoallv: " + std::to_string(bytes[p]) + " bytes for peer " +
+                                  std::to_string(p) + " at offset " + std::to_string(total) +
+                                  " exceed MPI_Alltoallv's int counts; use another algorithm");
+    counts[p] = static_cast<int>(bytes[p]);
+    displs[p] = static_cast<int>(total);
+    total += bytes[p];
+  }
+  buffer.resize(static_cast<std::size_t>(total));
+}
+
+PreparedPackAlltoallv::PreparedPackAlltoallv(const AlltoallwArgs& a, const AlltoallwComm& c)
+    : args_(a), send_(send_side(a)), size_(c.size), me_(c.rank), in_place_(a.sendbuf == MPI_IN_PLACE) {
+  lay_out(side_bytes(send_.counts, send_.types, size_, slayout_), me_, scounts_, sdispls_, sbuf_);
+  lay_out(side_bytes(a.recvcounts, a.recvtypes, size_, rlayout_), me_, rcounts_, rdispls_, rbuf_);
+}
+
+void PreparedPackAlltoallv::start() {
+  for (int p = 0; p < size_; ++p)
+    if (p != me_ && scounts_[p] > 0) pack(at(send_.buf, send_.displs[p]), send_.counts[p], *slayout_[p], sbuf_.data() + sdispls_[p]);
+  if (!in_place_ && slayout_[me_] && rlayout_[me_])
+    copy_typed(at(args_.sendbuf, args_.sdispls[me_]), args_.sendcounts[me_], *slayout_[me_],
+               at(args_.recvbuf, args_.rdispls[me_]), args_.recvcounts[me_], *rlayout_[me_]);
+  if (size_ > 1)
+    TB_MPI_CHECK(PMPI_Alltoallv(sbuf_.data(), scounts_.data(), sdispls_.data(), MPI_BYTE, rbuf_.data(), rcounts_.data(),
+                                rdispls_.data(), MPI_BYTE, args_.comm));
+  for (int p = 0; p < size_; ++p)
+    if (p != me_ && rcounts_[p] > 0)
+      unpack(rbuf_.data() + rdispls_[p], args_.recvcounts[p], *rlayout_[p], at(args_.recvbuf, args_.rdispls[p]));
+}
+
 }  // namespace
+
+std::unique_ptr<PreparedExchange> PackAlltoallv::prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) {
+  return std::make_unique<PreparedPackAlltoallv>(args, comm);
+}
 
 void PackAlltoallv::measure(const SendSide& send, const AlltoallwArgs& a, int size) {
   slayout_.assign(static_cast<std::size_t>(size), nullptr);

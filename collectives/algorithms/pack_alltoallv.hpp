@@ -14,6 +14,10 @@
 // Each peer's block must fit MPI's int counts; larger calls are rejected with a clear error.
 //
 // MPI_IN_PLACE is supported (pack from the receive buffer, exchange, unpack into it).
+//
+// Prepared (persistent) form: layouts, counts, displacements and both staging buffers are made
+// once, and blocks travel without the header (prepare() has matched every pair's sizes); a start
+// packs, calls MPI_Alltoallv and unpacks.
 #pragma once
 
 #include "collectives/algorithm_support.hpp"
@@ -32,6 +36,7 @@ class PackAlltoallv final : public AlltoallwAlgorithm {
 
  protected:
   void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
+  std::unique_ptr<PreparedExchange> prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 
  private:
   // Per-peer sizes and flattened layouts of both sides; the self block keeps its sizes.

@@ -74,7 +74,112 @@ void exchange_in_place(const AlltoallwArgs& a, int size, int rank, MPI_Comm comm
   }
 }
 
+// pairwise's prepared form: the schedule made once, each step's send and receive as a persistent
+// request on the communicator's duplicate with a tag of its own, and the self block's layouts.
+// prepare() has matched every sender's size with its receiver's, so a start only moves data.
+class PreparedPairwise final : public PreparedExchange {
+ public:
+  PreparedPairwise(const AlltoallwArgs& a, const AlltoallwComm& c);
+  ~PreparedPairwise() override;
+  void start() override;
+  std::string path() const override { return in_place_ ? "pairwise (persistent, in place)" : "pairwise (persistent)"; }
+
+ private:
+  void add_step(int dst, int src);
+  void copy_self() const;
+
+  AlltoallwArgs args_;
+  AlltoallwComm comm_;
+  MPI_Comm traffic_ = MPI_COMM_NULL;
+  int tag_ = tags::pairwise;
+  bool in_place_ = false;
+  std::vector<MPI_Request> requests_;  // the steps' requests, back to back
+  std::vector<int> step_begin_;        // step s: requests_[step_begin_[s], step_begin_[s + 1])
+  std::vector<int> in_place_peers_;    // in place: the peer of each step with data
+  std::shared_ptr<const TypeLayout> self_send_, self_recv_;
+};
+
+PreparedPairwise::PreparedPairwise(const AlltoallwArgs& a, const AlltoallwComm& c)
+    : args_(a), comm_(c), in_place_(a.sendbuf == MPI_IN_PLACE) {
+  traffic_ = c.size > 1 ? private_comm(a.comm) : a.comm;
+  tag_ = c.size > 1 ? next_tag(traffic_) : tags::pairwise;
+  step_begin_.push_back(0);
+  if (in_place_) {
+    for (int k = 0; k < c.size; ++k) {
+      const int peer = ((k - c.rank) % c.size + c.size) % c.size;
+      if (peer != c.rank && bytes_of(a.recvcounts[peer], a.recvtypes[peer]) > 0) in_place_peers_.push_back(peer);
+    }
+    return;
+  }
+  if (bytes_of(a.sendcounts[c.rank], a.sendtypes[c.rank]) > 0) {
+    self_send_ = type_layout(a.sendtypes[c.rank]);
+    self_recv_ = type_layout(a.recvtypes[c.rank]);
+  }
+  for (int k = 1; k < c.size; ++k) add_step((c.rank + k) % c.size, (c.rank - k + c.size) % c.size);
+}
+
+// Step: receive from src, send to dst; a zero-byte block on one side is one on the other too
+// (prepare() checked), so both skip it.
+void PreparedPairwise::add_step(int dst, int src) {
+  const AlltoallwArgs& a = args_;
+  if (bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0) {
+    requests_.emplace_back();
+    TB_MPI_CHECK(PMPI_Recv_init(at(a.recvbuf, a.rdispls[src]), a.recvcounts[src], a.recvtypes[src], src, tag_,
+                                traffic_, &requests_.back()));
+  }
+  if (bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0) {
+    requests_.emplace_back();
+    TB_MPI_CHECK(PMPI_Send_init(at(a.sendbuf, a.sdispls[dst]), a.sendcounts[dst], a.sendtypes[dst], dst, tag_,
+                                traffic_, &requests_.back()));
+  }
+  step_begin_.push_back(static_cast<int>(requests_.size()));
+}
+
+PreparedPairwise::~PreparedPairwise() {
+  for (MPI_Request& r : requests_)
+    if (r != MPI_REQUEST_NULL) PMPI_Request_free(&r);
+}
+
+void PreparedPairwise::copy_self() const {
+  if (!self_send_) return;
+  const int me = comm_.rank;
+  copy_typed(at(args_.sendbuf, args_.sdispls[me]), args_.sendcounts[me], *self_send_, at(args_.recvbuf, args_.rdispls[me]),
+             args_.recvcounts[me], *self_recv_);
+}
+
+// A failed step does not end the start: the remaining steps run, so that no peer waits for this
+// rank, and the first failure is thrown at the end.
+void PreparedPairwise::start() {
+  CallError error;
+  auto keep = [&](int code, const char* what) {
+    if (code == MPI_SUCCESS) return;
+    int error_class = MPI_ERR_OTHER;
+    PMPI_Error_class(code, &error_class);
+    error.note(error_class, std::string("pairwise (persistent): ") + what + " failed: " + mpi_error_string(code));
+  };
+  if (in_place_) {
+    for (const int peer : in_place_peers_)
+      keep(PMPI_Sendrecv_replace(at(args_.recvbuf, args_.rdispls[peer]), args_.recvcounts[peer], args_.recvtypes[peer],
+                                 peer, tag_, peer, tag_, traffic_, MPI_STATUS_IGNORE),
+           "MPI_Sendrecv_replace");
+  } else {
+    copy_self();
+    for (std::size_t s = 0; s + 1 < step_begin_.size(); ++s) {
+      const int n = step_begin_[s + 1] - step_begin_[s];
+      if (n == 0) continue;
+      MPI_Request* step = requests_.data() + step_begin_[s];
+      keep(PMPI_Startall(n, step), "MPI_Startall");
+      keep(PMPI_Waitall(n, step, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    }
+  }
+  if (!error.empty()) error.raise();
+}
+
 }  // namespace
+
+std::unique_ptr<PreparedExchange> PairwiseAlltoallw::prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) {
+  return std::make_unique<PreparedPairwise>(args, comm);
+}
 
 // A failed or mismatched receive does not end the call: the remaining steps run, so that no
 // peer waits for this rank, and the first problem is thrown at the end (its class:

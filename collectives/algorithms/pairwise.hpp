@@ -11,6 +11,11 @@
 //
 // MPI_IN_PLACE: steps pair rank r with (k - r) mod P, so each step sends and receives the same
 // region, with MPI_Sendrecv_replace. Traffic runs on a cached duplicate of the communicator.
+//
+// Prepared (persistent) form: the schedule, one persistent receive and send request per step
+// (MPI_Recv_init/MPI_Send_init on the duplicate, a tag of its own) and the self block's flattened
+// layouts are made once; a start copies the self block and runs the steps with MPI_Startall and
+// MPI_Waitall. In place, a start runs the precomputed steps' MPI_Sendrecv_replace.
 #pragma once
 
 #include "collectives/alltoallw.hpp"
@@ -23,6 +28,7 @@ class PairwiseAlltoallw final : public AlltoallwAlgorithm {
 
  protected:
   void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
+  std::unique_ptr<PreparedExchange> prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 };
 
 }  // namespace tb
