@@ -1,0 +1,75 @@
+// auto: per call, the algorithm a measured tuning table (or a built-in rule) says is fastest for
+// this call's node layout, layout class and message size; then that algorithm runs the call.
+//
+// Classification (cheap, local): bytes per peer (the mean over peers of the larger of the send and
+// receive side), bytes per contiguous block (from the cached flattening type_layout(), the more
+// fragmented side) and whether every peer's data is one block; the node layout is node_layout(comm)
+// (ranks, nodes, the largest node's ranks). The table is the file TB_TUNING_TABLE names
+// (experiments/tune.py writes it; format in collectives/tuning_table.hpp; errors name the file).
+// Without a table, or for a node layout the table lacks, the built-in rule decides and the path
+// says so ("auto (built-in rule) -> native"):
+//   one rank, or more than one node:    native
+//   one node, >= 1 MiB per peer:        node_leader
+//   one node, below:                    native
+// Its source: docs/results/2026-11-30-node-leader-sizes.md (MPICH and Open MPI, 2 ranks):
+// node_leader costs 1.5-4 us against native's 0.5-0.9 us below a few KiB, is 1.8-3.7x faster on
+// one node from 1 MiB up on both send layouts, and on two one-rank nodes ties or loses for
+// contiguous data (it wins only from 4 MiB on the vector layout: not worth a rule of its own).
+//
+// Agreement: every rank of a call must run the SAME algorithm (mixing them hangs: see
+// analysis/mpich_algorithms.py), but a rank's sizes may differ from its peers'. So where the
+// choice at this node layout depends on the class, the ranks agree on it first: one
+// MPI_Allreduce (MAX) of three int64 (bytes per peer, -block bytes, -contiguous) on a cached
+// duplicate of the communicator, i.e. every rank looks up the largest size and the most
+// fragmented layout of any rank. Cost: one small allreduce per call (about 1 us on one node);
+// none where the table (or the rule) picks one algorithm for every class at this node layout,
+// and none on one rank. Once per communicator the largest node size is agreed (one allreduce).
+//
+// Prepared (persistent) calls classify and agree once, at prepare; the chosen algorithm's own
+// prepared form then runs every start, and the path says "auto -> <its prepared path>".
+// auto never chooses itself, and skips a table's choice this build lacks (ucx_zcopy without
+// UCX) for the entry's next alternative. Wins: wherever the measured winner changes with size,
+// layout or node layout; costs the agreement on small calls.
+#pragma once
+
+#include "collectives/alltoallw.hpp"
+#include "collectives/tuning_table.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace tb {
+
+class AutoAlltoallw final : public AlltoallwAlgorithm {
+ public:
+  std::string_view name() const override { return "auto"; }
+
+  // What a call is run with: the algorithm, and how auto came to it ("" for the table, else
+  // "built-in rule" with the reason), as the path's prefix says.
+  struct Decision {
+    std::string algorithm;
+    std::string how;
+    std::string prefix() const { return how.empty() ? "auto -> " : "auto (" + how + ") -> "; }
+  };
+
+ protected:
+  void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
+  std::unique_ptr<PreparedExchange> prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
+
+ private:
+  Decision decide(const AlltoallwArgs& args, const AlltoallwComm& comm);
+  Decision from_table(const TuningTable& table, const TuningNodeLayout& layout, const AlltoallwArgs& args,
+                      const AlltoallwComm& comm);
+  AlltoallwAlgorithm& instance(const std::string& name);
+
+  std::map<std::string, std::unique_ptr<AlltoallwAlgorithm>> algorithms_;  // kept: their caches live on
+};
+
+// The call's class on this rank alone (no communication).
+CallClass classify_call(const AlltoallwArgs& args, const AlltoallwComm& comm);
+
+// The built-in rule (see the header comment): the algorithm for a class at a node layout.
+std::string builtin_choice(const TuningNodeLayout& layout, const CallClass& call);
+
+}  // namespace tb

@@ -1,0 +1,286 @@
+// auto: the built-in rule without a table, a table's choice followed (results equal native's),
+// ONE algorithm per call when ranks' local classes differ, clear errors for bad tables, the
+// prepared form's path. Tables are written by the test, one file per rank and case (the reader
+// caches a table per path for the process).
+#include "collectives/algorithms/auto.hpp"
+#include "collectives/node_layout.hpp"
+#include "collectives/registry.hpp"
+#include "collectives/tuning_table.hpp"
+#include "mpi_test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tb {
+namespace {
+
+// One Alltoallw of ints: this rank sends send_ints(p) to each peer p and receives recv_ints(p)
+// from each; `fragmented` sends through a vector type of 2-int (8-byte) blocks at a 4-int stride.
+class Exchange {
+ public:
+  Exchange(std::function<int(int)> send_ints, std::function<int(int)> recv_ints, bool fragmented = false) {
+    const int size = test::world_size(), rank = test::world_rank();
+    int soffset = 0, roffset = 0;
+    for (int p = 0; p < size; ++p) {
+      const int s = send_ints(p), r = recv_ints(p);
+      if (fragmented && s % 2 != 0) throw std::logic_error("fragmented sends need an even count");
+      MPI_Datatype type = MPI_INT;
+      if (fragmented && s > 0) {
+        MPI_Type_vector(s / 2, 2, 4, MPI_INT, &type);
+        MPI_Type_commit(&type);
+        owned_.push_back(type);
+      }
+      scounts_.push_back(fragmented && s > 0 ? 1 : s);
+      stypes_.push_back(type);
+      sdispls_.push_back(soffset * static_cast<int>(sizeof(int)));
+      const int span = fragmented ? 2 * s : s;
+      for (int i = 0; i < span; ++i) send_.push_back(rank * 1000000 + p * 1000 + i);
+      soffset += span;
+      rcounts_.push_back(r);
+      rtypes_.push_back(MPI_INT);
+      rdispls_.push_back(roffset * static_cast<int>(sizeof(int)));
+      roffset += r;
+    }
+    send_.resize(static_cast<std::size_t>(soffset) + 1);
+    recv_.assign(static_cast<std::size_t>(roffset) + 1, -1);
+  }
+  ~Exchange() {
+    for (auto& t : owned_) MPI_Type_free(&t);
+  }
+  AlltoallwArgs args() {
+    return {send_.data(), scounts_.data(), sdispls_.data(), stypes_.data(), recv_.data(),
+            rcounts_.data(), rdispls_.data(), rtypes_.data(), MPI_COMM_WORLD};
+  }
+  // What `algorithm` delivers, from a cleared receive buffer.
+  std::vector<int> run(AlltoallwAlgorithm& algorithm) {
+    std::fill(recv_.begin(), recv_.end(), -1);
+    algorithm.run(args());
+    return recv_;
+  }
+  std::vector<int> native() { return run(*make_alltoallw("native")); }
+  std::vector<int>& received() { return recv_; }
+
+ private:
+  std::vector<int> send_, recv_, scounts_, sdispls_, rcounts_, rdispls_;
+  std::vector<MPI_Datatype> stypes_, rtypes_, owned_;
+};
+
+Exchange uniform_exchange(int ints, bool fragmented = false) {
+  return Exchange([=](int) { return ints; }, [=](int) { return ints; }, fragmented);
+}
+
+// The node layout as auto keys it (the largest node's ranks agreed here independently).
+TuningNodeLayout this_layout() {
+  const NodeLayout& nodes = node_layout(MPI_COMM_WORLD);
+  int largest = 0;
+  MPI_Allreduce(&nodes.node_size, &largest, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return {test::world_size(), nodes.nodes, largest};
+}
+
+std::string layout_json(const TuningNodeLayout& l) {
+  return "{\"ranks\": " + std::to_string(l.ranks) + ", \"nodes\": " + std::to_string(l.nodes) +
+         ", \"ranks_per_node\": " + std::to_string(l.ranks_per_node) + "}";
+}
+
+// A table file of this rank: `entries` is the JSON list's text.
+std::string write_table(const std::string& name, const std::string& entries, const std::string& head = "") {
+  const std::string path = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_" + name + ".json";
+  std::ofstream out(path);
+  out << (head.empty() ? "{\"format\": \"tb-alltoallw-tuning\", \"version\": 1, \"metadata\": {}," : head)
+      << "\"layout_classes\": [{\"name\": \"contiguous\", \"contiguous\": true},"
+         " {\"name\": \"block64\", \"max_block_bytes\": 512}, {\"name\": \"block4K\", \"max_block_bytes\": null}],"
+      << "\"entries\": [" << entries << "]}\n";
+  return path;
+}
+
+std::string entry(const std::string& klass, const std::string& band, const std::string& algorithm,
+                  const std::string& more = "", const TuningNodeLayout* layout = nullptr) {
+  const TuningNodeLayout here = layout ? *layout : this_layout();
+  return "{\"node_layout\": " + layout_json(here) + ", \"layout_class\": \"" + klass + "\", \"bytes_per_peer\": " +
+         band + ", \"algorithm\": \"" + algorithm + "\"" + (more.empty() ? "" : ", " + more) + "}";
+}
+
+bool starts_with(const std::string& text, const std::string& head) { return text.rfind(head, 0) == 0; }
+
+// The same path text on every rank.
+bool same_on_every_rank(const std::string& text) {
+  const std::int64_t hash = static_cast<std::int64_t>(std::hash<std::string>{}(text) & 0x7fffffffffff);
+  std::int64_t low = 0, high = 0;
+  MPI_Allreduce(&hash, &low, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&hash, &high, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return low == high;
+}
+
+TEST(Auto, WithoutATableTheBuiltInRuleDecidesAndSaysSo) {
+  test::ScopedEnv none("TB_TUNING_TABLE", "");
+  auto algorithm = make_alltoallw("auto");
+  Exchange small = uniform_exchange(4);
+  EXPECT_EQ(small.run(*algorithm), small.native());
+  EXPECT_EQ(algorithm->last_path(), "auto (built-in rule) -> native");
+  // 1 MiB per peer: node_leader on one node with more than one rank, native otherwise.
+  Exchange large = uniform_exchange(1 << 18);
+  EXPECT_EQ(large.run(*algorithm), large.native());
+  const TuningNodeLayout layout = this_layout();
+  const std::string expect = layout.ranks > 1 && layout.nodes == 1 ? "node_leader" : "native";
+  EXPECT_TRUE(starts_with(algorithm->last_path(), "auto (built-in rule) -> " + expect)) << algorithm->last_path();
+}
+
+TEST(Auto, FollowsTheTableAndMatchesNative) {
+  const std::string path = write_table(
+      "follows", entry("contiguous", "[0, null]", "pairwise") + "," + entry("block64", "[0, null]", "pack_alltoallv"));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  auto algorithm = make_alltoallw("auto");
+  Exchange contiguous = uniform_exchange(100);
+  EXPECT_EQ(contiguous.run(*algorithm), contiguous.native());
+  EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pairwise")) << algorithm->last_path();
+  Exchange fragmented = uniform_exchange(64, true);  // 8-byte blocks: class block64
+  EXPECT_EQ(fragmented.run(*algorithm), fragmented.native());
+  EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pack_alltoallv")) << algorithm->last_path();
+  std::remove(path.c_str());
+}
+
+// Rank 0's own class is small (4 B per peer), every other rank's is large (its self block): the
+// table picks pairwise for small and pack_alltoallv for large, and every rank must run the SAME
+// one (the largest class, pack_alltoallv). Without the agreement this hangs or mixes paths.
+TEST(Auto, UnequalSizesPerRankStillRunOneAlgorithm) {
+  const std::string path = write_table("unequal", entry("contiguous", "[0, 64]", "pairwise") + "," +
+                                                      entry("contiguous", "[65, null]", "pack_alltoallv"));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  const int rank = test::world_rank();
+  const auto ints = [rank](int p) { return p == rank && rank != 0 ? 1000 : 1; };
+  Exchange call(ints, ints);
+  const CallClass mine = classify_call(call.args(), {test::world_size(), rank, false});
+  if (test::world_size() > 1) {
+    EXPECT_EQ(mine.bytes_per_peer <= 64, rank == 0) << mine.bytes_per_peer;
+  }
+  auto algorithm = make_alltoallw("auto");
+  EXPECT_EQ(call.run(*algorithm), call.native());
+  const std::string expect = test::world_size() > 1 ? "auto -> pack_alltoallv" : "auto -> pairwise";
+  EXPECT_TRUE(starts_with(algorithm->last_path(), expect)) << algorithm->last_path();
+  EXPECT_TRUE(same_on_every_rank(algorithm->last_path())) << algorithm->last_path();
+  std::remove(path.c_str());
+}
+
+TEST(Auto, SkipsAlgorithmsThisBuildLacksAndLayoutsTheTableLacks) {
+  const std::string alternatives =
+      write_table("alternatives", entry("contiguous", "[0, null]", "no_such_algorithm",
+                                        "\"alternatives\": [\"also_missing\", \"pairwise\", \"native\"]"));
+  const std::string none = write_table("none", entry("contiguous", "[0, null]", "no_such_algorithm"));
+  TuningNodeLayout elsewhere = this_layout();
+  elsewhere.ranks += 7;
+  const std::string other = write_table("other", entry("contiguous", "[0, null]", "pairwise", "", &elsewhere));
+  Exchange call = uniform_exchange(10);
+  auto algorithm = make_alltoallw("auto");
+  {
+    test::ScopedEnv table("TB_TUNING_TABLE", alternatives.c_str());
+    EXPECT_EQ(call.run(*algorithm), call.native());
+    EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pairwise")) << algorithm->last_path();
+  }
+  {
+    test::ScopedEnv table("TB_TUNING_TABLE", none.c_str());
+    EXPECT_EQ(call.run(*algorithm), call.native());
+    EXPECT_EQ(algorithm->last_path(), "auto (built-in rule: the table's no_such_algorithm is not in this build) -> native");
+  }
+  {
+    test::ScopedEnv table("TB_TUNING_TABLE", other.c_str());
+    EXPECT_EQ(call.run(*algorithm), call.native());
+    EXPECT_TRUE(starts_with(algorithm->last_path(), "auto (built-in rule: the table has no entry for ")) << algorithm->last_path();
+  }
+  for (const auto& p : {alternatives, none, other}) std::remove(p.c_str());
+}
+
+// Each bad table: the error names the file and what is wrong, on every rank, before any exchange.
+TEST(Auto, BadTablesAreClearErrors) {
+  const std::string ok = entry("contiguous", "[0, null]", "pairwise");
+  struct Case {
+    std::string name, path, expect;
+  };
+  const std::string missing = "/tmp/tb_test_auto_no_such_dir/table.json";
+  std::vector<Case> cases{
+      {"missing", missing, "cannot be read"},
+      {"version", write_table("version", ok, "{\"format\": \"tb-alltoallw-tuning\", \"version\": 2,"), "version 2"},
+      {"format", write_table("format", ok, "{\"format\": \"something-else\", \"version\": 1,"), "\"format\""},
+      {"self", write_table("self", entry("contiguous", "[0, null]", "auto")), "auto cannot choose itself"},
+      {"class", write_table("class", entry("no_class", "[0, null]", "pairwise")), "no_class"},
+      {"band", write_table("band", entry("contiguous", "[10, 5]", "pairwise")), "max below min"},
+      {"overlap", write_table("overlap", ok + "," + entry("contiguous", "[8, 9]", "native")), "overlap"},
+      {"field", write_table("field", "{\"layout_class\": \"contiguous\"}"), "node_layout"},
+  };
+  const std::string not_json = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_not_json.json";
+  std::ofstream(not_json) << "{ not json";
+  cases.push_back({"not json", not_json, "not valid JSON"});
+  const std::string empty = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_empty.json";
+  std::ofstream(empty) << "";
+  cases.push_back({"empty", empty, "is empty"});
+  Exchange call = uniform_exchange(4);
+  for (const auto& c : cases) {
+    test::ScopedEnv table("TB_TUNING_TABLE", c.path.c_str());
+    auto algorithm = make_alltoallw("auto");
+    for (const std::string where : {"run", "check_settings"}) {
+      try {
+        if (where == "run") algorithm->run(call.args());
+        else check_settings();
+        ADD_FAILURE() << c.name << ": " << where << " accepted " << c.path;
+      } catch (const std::invalid_argument& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(c.path), std::string::npos) << c.name << ": " << what;
+        EXPECT_NE(what.find(c.expect), std::string::npos) << c.name << ": " << what;
+      }
+    }
+    if (c.path != missing) std::remove(c.path.c_str());
+  }
+  // The communicator is still usable: a correct call after the errors.
+  test::ScopedEnv none("TB_TUNING_TABLE", "");
+  auto algorithm = make_alltoallw("auto");
+  EXPECT_EQ(call.run(*algorithm), call.native());
+}
+
+TEST(Auto, ThePreparedFormSaysWhatItChose) {
+  Exchange call = uniform_exchange(50);
+  const std::vector<int> expect = call.native();
+  auto algorithm = make_alltoallw("auto");
+  {
+    test::ScopedEnv none("TB_TUNING_TABLE", "");
+    auto prepared = algorithm->prepare(call.args());
+    EXPECT_TRUE(starts_with(prepared->last_path(), "auto (built-in rule) -> native")) << prepared->last_path();
+    std::fill(call.received().begin(), call.received().end(), -1);
+    prepared->start();
+    EXPECT_EQ(call.received(), expect);
+  }
+  const std::string path = write_table("prepared", entry("contiguous", "[0, null]", "pairwise"));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  auto prepared = algorithm->prepare(call.args());
+  EXPECT_TRUE(starts_with(prepared->last_path(), "auto -> pairwise")) << prepared->last_path();
+  for (int i = 0; i < 3; ++i) {
+    std::fill(call.received().begin(), call.received().end(), -1);
+    prepared->start();
+    EXPECT_EQ(call.received(), expect);
+  }
+  EXPECT_TRUE(starts_with(prepared->last_path(), "auto -> pairwise")) << prepared->last_path();
+  EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pairwise")) << algorithm->last_path();
+  std::remove(path.c_str());
+}
+
+// The classification itself, on this rank: sizes, blocks, contiguity.
+TEST(Auto, ClassifiesSizesAndBlocks) {
+  const AlltoallwComm comm{test::world_size(), test::world_rank(), false};
+  Exchange contiguous = uniform_exchange(256);
+  const CallClass a = classify_call(contiguous.args(), comm);
+  EXPECT_EQ(a.bytes_per_peer, 1024);
+  EXPECT_TRUE(a.contiguous);
+  EXPECT_EQ(a.block_bytes, 1024);
+  Exchange fragmented = uniform_exchange(256, true);
+  const CallClass b = classify_call(fragmented.args(), comm);
+  EXPECT_EQ(b.bytes_per_peer, 1024);
+  EXPECT_FALSE(b.contiguous);
+  EXPECT_EQ(b.block_bytes, 8);
+}
+
+}  // namespace
+}  // namespace tb
