@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""Tests of experiments/tune.py's table writer (no MPI): layout classes and their bounds, the
+decision rule (fastest median, adjacent sizes merged into bands, alternatives fastest first),
+vector points below two blocks left out, the table's format, tb-bench's repetitions to medians,
+and the MPICH selection (native as scattered, algorithms MPICH lacks left out and named, decisions
+its tree cannot take listed)."""
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tune  # noqa: E402
+
+TWO_ON_ONE = (2, 1, 2)
+TWO_ON_TWO = (2, 2, 1)
+
+
+def bench_doc(times):
+    """A tb-bench JSON with one iteration row per (algorithm, size, repetition seconds)."""
+    rows = []
+    for (algorithm, size), reps in times.items():
+        for t in reps:
+            name = f"alltoallw/contiguous/{algorithm}/{size}/manual_time"
+            rows.append({"name": name, "run_name": name, "run_type": "iteration", "real_time": t * 1e6,
+                         "time_unit": "us"})
+        rows.append({"name": name + "_median", "run_name": name, "run_type": "aggregate", "real_time": 0.0,
+                     "time_unit": "us"})
+    return {"context": {"node_layout": "{\"nodes\":2,\"source\":\"TB_NUM_NODES=2\"}"}, "benchmarks": rows}
+
+
+class Classes(unittest.TestCase):
+    def test_bands_of_block_bytes(self):
+        classes = tune.layout_classes(["contiguous", "vector64", "vector4K"])
+        self.assertEqual(classes[0], {"name": "contiguous", "contiguous": True})
+        self.assertEqual([(c["name"], c["max_block_bytes"]) for c in classes[1:]], [("block64", 512), ("block4K", None)])
+
+    def test_bad_layouts(self):
+        for bad in ("slab", "vectorX", "vector0"):
+            with self.assertRaises(ValueError):
+                tune.block_bytes(bad)
+        self.assertEqual(tune.block_bytes("vector4K"), 4096)
+
+
+class Decisions(unittest.TestCase):
+    def test_fastest_median_and_merged_bands(self):
+        by_size = {1: {"native": 1.0, "pairwise": 2.0}, 2: {"native": 1.0, "pairwise": 3.0},
+                   4: {"native": 5.0, "pairwise": 1.0}, 8: {"native": 9.0, "pairwise": 2.0}}
+        bands = tune.bands(by_size)
+        self.assertEqual([(b["bytes_per_peer"], b["algorithm"]) for b in bands],
+                         [([0, 2], "native"), ([3, None], "pairwise")])
+        self.assertEqual(bands[0]["alternatives"], ["pairwise"])
+        self.assertEqual(bands[1]["sizes"], [4, 8])
+
+    def test_one_winner_is_one_unbounded_band(self):
+        bands = tune.bands({1: {"a": 1.0, "b": 2.0}, 2: {"a": 1.0, "b": 2.0}})
+        self.assertEqual([(b["bytes_per_peer"], b["algorithm"]) for b in bands], [([0, None], "a")])
+
+    def test_vector_points_below_two_blocks_are_left_out(self):
+        measured = {(TWO_ON_ONE, "vector64"): {("native", 64): 1.0, ("pairwise", 64): 0.5,
+                                               ("native", 128): 1.0, ("pairwise", 128): 2.0}}
+        entries = tune.table_entries(measured)
+        self.assertEqual(len(entries), 1)
+        self.assertEqual(entries[0]["algorithm"], "native")
+        self.assertEqual(entries[0]["layout_class"], "block64")
+        self.assertEqual(entries[0]["node_layout"], {"ranks": 2, "nodes": 1, "ranks_per_node": 2})
+
+    def test_the_table_format(self):
+        measured = {(TWO_ON_ONE, "contiguous"): {("native", 1): 1.0, ("node_leader", 1): 2.0}}
+        table = tune.tuning_table(tune.table_entries(measured), tune.layout_classes(["contiguous"]), {"x": 1})
+        text = json.dumps(table)
+        again = json.loads(text)
+        self.assertEqual(again["format"], "tb-alltoallw-tuning")
+        self.assertEqual(again["version"], 1)
+        self.assertEqual(again["entries"][0]["bytes_per_peer"], [0, None])
+        self.assertEqual(again["entries"][0]["algorithm"], "native")
+
+    def test_medians_of_repetitions(self):
+        times = tune.medians(bench_doc({("native", 8): [3.0, 1.0, 2.0], ("pairwise", 8): [4.0, 5.0]}))
+        self.assertAlmostEqual(times[("native", 8)], 2.0)
+        self.assertAlmostEqual(times[("pairwise", 8)], 4.5)
+
+    def test_node_layout_from_the_context(self):
+        self.assertEqual(tune.node_layout_of(bench_doc({})["context"], 2, 1), {"ranks": 2, "nodes": 2, "ranks_per_node": 1})
+        self.assertEqual(tune.node_layout_of({}, 3, 2), {"ranks": 3, "nodes": 2, "ranks_per_node": 2})
+
+
+class MpichSelection(unittest.TestCase):
+    GENERIC = {"collective=alltoallw": {"comm_type=intra": {"is_sendbuf_inplace=no": {}, "is_sendbuf_inplace=yes": {}}},
+               "collective=bcast": {"comm_type=intra": {}}}
+
+    def measured(self):
+        return {(TWO_ON_ONE, "contiguous"): {("native", 1): 1.0, ("node_leader", 1): 2.0, ("ucx_zcopy", 1): 9.0,
+                                            ("native", 1024): 5.0, ("node_leader", 1024): 1.0, ("ucx_zcopy", 1024): 0.5},
+                (TWO_ON_TWO, "contiguous"): {("native", 1): 1.0, ("pairwise", 1): 2.0,
+                                             ("native", 1024): 1.0, ("pairwise", 1024): 2.0}}
+
+    def test_names_and_left_out(self):
+        times, left_out = tune.mpich_times(self.measured())
+        self.assertIn(("intra", "contiguous"), times)
+        self.assertEqual(set(times[("intra", "contiguous")][1]), {"mpich:scattered", "mpich:node_leader"})
+        self.assertEqual(left_out, ["ucx_zcopy (not in MPICH)"])
+
+    def test_selection_written_and_unmapped_named(self):
+        measured = self.measured()
+        entries = tune.table_entries(measured)
+        with tempfile.TemporaryDirectory() as tmp:
+            generic = os.path.join(tmp, "generic.json")
+            with open(generic, "w") as f:
+                json.dump(self.GENERIC, f)
+            out = os.path.join(tmp, "sel.json")
+            notes = tune.write_mpich_selection(out, generic, measured, entries, 2, uniform=False)
+            with open(out) as f:
+                tree = json.load(f)
+        branch = json.dumps(tree["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"])
+        self.assertIn("MPIR_Alltoallw_intra_scattered", branch)
+        self.assertIn("collective=bcast", tree)  # the rest of the generic tree kept
+        self.assertTrue(any("ucx_zcopy is not in MPICH" in n for n in notes["unmapped"]), notes["unmapped"])
+
+    def test_layouts_the_tree_cannot_tell(self):
+        self.assertIsNone(tune.mpich_mode({"ranks": 4, "nodes": 2, "ranks_per_node": 2}))
+        self.assertEqual(tune.mpich_mode({"ranks": 4, "nodes": 1, "ranks_per_node": 4}), "intra")
+        self.assertEqual(tune.mpich_mode({"ranks": 2, "nodes": 2, "ranks_per_node": 1}), "cliques")
+
+
+class Options(unittest.TestCase):
+    def test_defaults_and_errors(self):
+        o = tune.parse(["--build", "/x/build/h-auto-ompi"])
+        self.assertEqual(o.mpi, "openmpi")
+        self.assertEqual(o.nodes, [1, 2])
+        self.assertTrue(o.mpich_json.endswith("mpich-selection.json"))
+        with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
+            tune.parse(["--nodes", "3"])  # more nodes than the 2 ranks
+
+
+if __name__ == "__main__":
+    unittest.main()

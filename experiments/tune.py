@@ -1,0 +1,434 @@
+#!/usr/bin/python3
+"""The tuner: measures every registered Alltoallw algorithm (except auto) with tb-bench over message
+sizes and layout classes, for the node layouts it is given, and writes the tuning table that the
+`auto` algorithm reads (TB_TUNING_TABLE; format in collectives/tuning_table.hpp) and the same
+decisions as a collective-selection JSON for the patched MPICH (mpich/README.md).
+
+    experiments/tune.py                                  # 2 ranks, 1 node and 2 emulated nodes, build/mpich
+    experiments/tune.py --build build/h-auto -m 1:1M --min-time 0.005
+    experiments/tune.py --ranks 4 --nodes 1,2,4 --layouts contiguous,vector64,vector4K
+    TB_TUNING_TABLE=$PWD/results/tuning/alltoallw-tuning.json mpiexec -n 2 app   # with TB_ALLTOALLW=auto
+
+Node layouts: --nodes K runs the ranks on K nodes of this host, launched the way experiments/run.py
+launches its modes (experiments/launch.py): K = 1 is the intra mode (shared memory), K > 1 the
+cliques mode with K cliques (TB_NUM_NODES=K; MPICH: MPIR_CVAR_NUM_CLIQUES=K over UCX tcp).
+
+Layout classes: "contiguous" (tb-bench's contiguous layout: every peer's data one block) and, per
+vector<B> layout, a band of mean bytes per contiguous block ("block<B>"), bounded halfway (in
+log scale) to the next measured B, the largest unbounded. A vector<B> point counts only from 2B
+bytes per peer (below that every peer's data is one block, which is the contiguous class).
+
+Decision rule: per (node layout, layout class, size) the algorithm with the fastest median over
+--repetitions (each of at least --min-time seconds, tb-bench --interleave so the algorithms at one
+size are timed seconds apart); adjacent sizes with the same winner merge into one band, the first
+from 0 bytes, the last unbounded. Each entry lists the others fastest first ("alternatives": auto
+runs the first one its build has).
+
+MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians, with
+native as MPICH's own "scattered" and only the algorithms MPICH has in-tree (pairwise,
+pack_alltoallv, node_leader). What that tree cannot say (a layout class, a split between algorithms
+that send different messages, an algorithm MPICH lacks, a node layout other than one node or one
+rank per node) is listed as unmapped, in the output and in the table's metadata.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import launch  # noqa: E402
+from launch import ROOT  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "analysis"))
+import mpich_algorithms  # noqa: E402
+
+FORMAT = "tb-alltoallw-tuning"
+VERSION = 1
+CONTIGUOUS = "contiguous"
+# MPICH's in-tree name of each testbed algorithm (native is MPICH's own choice, scattered).
+MPICH_NAMES = {"native": "scattered", "pairwise": "pairwise", "pack_alltoallv": "pack_alltoallv",
+               "node_leader": "node_leader"}
+GENERIC_JSON = ("/var/cache/tb-mpich/current/src/maint/tuning/coll/mpir/generic.json",
+                os.path.join(ROOT, "mpich", "tuning", "alltoallw.json"))
+
+
+# --- what to measure ------------------------------------------------------------------------------
+
+def block_bytes(layout):
+    """vector<B> -> B in bytes (vector64, vector4K); None for contiguous."""
+    if layout == CONTIGUOUS:
+        return None
+    if not layout.startswith("vector"):
+        raise ValueError(f"layout {layout!r}: the tuner measures contiguous and vector<B> layouts")
+    text = layout[len("vector"):]
+    scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
+    digits = text[:-1] if scale != 1 else text
+    if not digits.isdigit() or int(digits) < 1:
+        raise ValueError(f"layout {layout!r}: use vector<B>, B a power of two (vector64, vector4K)")
+    return int(digits) * scale
+
+
+def class_name(layout):
+    return CONTIGUOUS if layout == CONTIGUOUS else "block" + layout[len("vector"):]
+
+
+def layout_classes(layouts):
+    """The table's layout_classes for the measured layouts: contiguous, then the block bands."""
+    classes = [{"name": CONTIGUOUS, "contiguous": True}] if CONTIGUOUS in layouts else []
+    blocks = sorted({block_bytes(x) for x in layouts if x != CONTIGUOUS})
+    by_block = {block_bytes(x): x for x in layouts if x != CONTIGUOUS}
+    for i, b in enumerate(blocks):
+        bound = int(math.sqrt(b * blocks[i + 1])) if i + 1 < len(blocks) else None
+        classes.append({"name": class_name(by_block[b]), "max_block_bytes": bound, "measured_block_bytes": b})
+    return classes
+
+
+def registered_algorithms(bin_dir, mpi):
+    """Every registered algorithm but auto, as tb-model --list-algorithms lists them (the registry)."""
+    program = launch.check_binary("tb-model", mpi, bin_dir)
+    out = subprocess.run([program, "--list-algorithms"], capture_output=True, text=True, check=True).stdout
+    names = [line.split()[0] for line in out.splitlines() if line.strip()]
+    return [n for n in names if n not in ("auto", "local_remap")]
+
+
+# --- measuring ------------------------------------------------------------------------------------
+
+def bench_args(options, algorithms, layout, out):
+    return ["--algorithms", ",".join(algorithms), "--layouts", layout, "-m", options.sizes, "--interleave",
+            f"--benchmark_min_time={options.min_time}", f"--benchmark_repetitions={options.repetitions}",
+            f"--benchmark_out={out}", "--benchmark_out_format=json"]
+
+
+def run_bench(options, nodes, algorithms, layout):
+    """One tb-bench run: its parsed JSON and its wall seconds. Raises RuntimeError with its output."""
+    mode = "intra" if nodes == 1 else "cliques"
+    spec = launch.tool_spec("tb-bench")
+    program = launch.check_binary("tb-bench", options.mpi, options.bin)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "bench.json")
+        launch_options = argparse.Namespace(cliques=nodes, hosts=nodes, hostfile=None)
+        cmd, env = launch.command(spec, program, bench_args(options, algorithms, layout, out), mode, options.mpi,
+                                  options.ranks, launch_options)
+        started = time.time()
+        with open(os.path.join(tmp, "log"), "w") as log:
+            status, hang = launch.run_command(cmd, env, watch=out, timeout=options.timeout, finalize_grace=5.0,
+                                              stdout=log, stderr=subprocess.STDOUT)
+        seconds = time.time() - started
+        if (status != 0 and not hang) or not launch.complete_json(out):
+            with open(os.path.join(tmp, "log")) as log:
+                raise RuntimeError(f"{' '.join(shlex.quote(c) for c in cmd)} failed ({status}):\n{log.read()[-3000:]}")
+        with open(out) as f:
+            return json.load(f), seconds, cmd, env
+
+
+def medians(doc):
+    """{(algorithm, bytes per peer): median seconds} of tb-bench's repetitions (its iteration rows)."""
+    times = {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        parts = b.get("run_name", b["name"]).split("/")
+        unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+        times.setdefault((parts[2], int(parts[3])), []).append(b["real_time"] * unit)
+    return {key: median(values) for key, values in times.items()}
+
+
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def node_layout_of(context, ranks, nodes):
+    """The node layout as auto keys it: ranks, the virtual nodes tb-bench saw, the largest node."""
+    seen = context.get("node_layout")
+    if isinstance(seen, str):
+        seen = json.loads(seen)
+    count = int(seen["nodes"]) if isinstance(seen, dict) and "nodes" in seen else nodes
+    return {"ranks": ranks, "nodes": count, "ranks_per_node": -(-ranks // count)}
+
+
+# --- deciding -------------------------------------------------------------------------------------
+
+def usable(layout, size):
+    """Whether a point of `layout` at `size` bytes per peer is of its class (see the docstring)."""
+    b = block_bytes(layout)
+    return b is None or size >= 2 * b
+
+
+def bands(by_size):
+    """by_size: {size: {algorithm: median s}} -> entries' bands: [{"bytes_per_peer": [lo, hi|None],
+    "algorithm", "alternatives", "sizes", "median_s"}], adjacent sizes with one winner merged."""
+    sizes = sorted(by_size)
+    winners = [min(by_size[s], key=by_size[s].get) for s in sizes]
+    out, start = [], 0
+    for i, size in enumerate(sizes):
+        if i + 1 < len(sizes) and winners[i + 1] == winners[i]:
+            continue
+        covered = sizes[start:i + 1]
+        totals = {}
+        for s in covered:
+            for a, t in by_size[s].items():
+                totals[a] = totals.get(a, 0.0) + t
+        others = sorted((a for a in totals if a != winners[i]), key=totals.get)
+        low = 0 if not out else out[-1]["bytes_per_peer"][1] + 1
+        high = size if i + 1 < len(sizes) else None
+        out.append({"bytes_per_peer": [low, high], "algorithm": winners[i], "alternatives": others,
+                    "sizes": covered,
+                    "median_s": {a: [by_size[s].get(a) for s in covered] for a in sorted(totals)}})
+        start = i + 1
+    return out
+
+
+def table_entries(measured):
+    """measured: {(node layout key tuple, layout): {(algorithm, size): s}} -> the table's entries."""
+    entries = []
+    for (key, layout), times in sorted(measured.items()):
+        by_size = {}
+        for (algorithm, size), seconds in times.items():
+            if usable(layout, size):
+                by_size.setdefault(size, {})[algorithm] = seconds
+        if not by_size:
+            continue
+        ranks, nodes, per_node = key
+        for band in bands(by_size):
+            entries.append({"node_layout": {"ranks": ranks, "nodes": nodes, "ranks_per_node": per_node},
+                            "layout_class": class_name(layout), **band})
+    return entries
+
+
+def tuning_table(entries, classes, metadata):
+    return {"format": FORMAT, "version": VERSION, "metadata": metadata, "layout_classes": classes,
+            "entries": entries}
+
+
+def decision_lines(entries):
+    lines = []
+    for e in entries:
+        n = e["node_layout"]
+        lo, hi = e["bytes_per_peer"]
+        size = f"{lo}-{hi} B" if hi is not None else f">= {lo} B"
+        lines.append(f"  {n['ranks']} ranks, {n['nodes']} node(s), {e['layout_class']}, {size} per peer: "
+                     f"{e['algorithm']}" + (f" (then {', '.join(e['alternatives'])})" if e["alternatives"] else ""))
+    return lines
+
+
+# --- the MPICH selection --------------------------------------------------------------------------
+
+def mpich_mode(node_layout):
+    """analysis/mpich_algorithms.py's node layout of a table key, or None where its tree has none."""
+    if node_layout["nodes"] == 1:
+        return "intra"
+    if node_layout["ranks_per_node"] == 1:
+        return "cliques"
+    return None
+
+
+def mpich_times(measured):
+    """The medians as mpich_algorithms.size_times() gives them: {(mode, layout): {size: {"mpich:<a>": s}}},
+    algorithms MPICH lacks left out; plus the list of what was left out."""
+    times, left_out = {}, set()
+    for (key, layout), points in measured.items():
+        mode = mpich_mode({"ranks": key[0], "nodes": key[1], "ranks_per_node": key[2]})
+        if mode is None:
+            left_out.add(f"node layout {key[0]} ranks on {key[1]} nodes (MPICH's tree tells only one node from one rank per node)")
+            continue
+        for (algorithm, size), seconds in points.items():
+            if algorithm not in MPICH_NAMES:
+                left_out.add(f"{algorithm} (not in MPICH)")
+                continue
+            times.setdefault((mode, layout), {}).setdefault(size, {})[f"mpich:{MPICH_NAMES[algorithm]}"] = seconds
+    return times, sorted(left_out)
+
+
+def mpich_choice(decisions, mode, total_bytes):
+    """The in-MPICH algorithm the derived tree runs for a rank sending `total_bytes`."""
+    for bound, algorithm in decisions[mode]["bands"]:
+        if bound is None or total_bytes <= bound:
+            return algorithm
+    return None
+
+
+def unmapped_decisions(entries, decisions):
+    """The table's decisions the MPICH tree does not take, each with why."""
+    notes = []
+    for e in entries:
+        n = e["node_layout"]
+        mode = mpich_mode(n)
+        where = f"{n['ranks']} ranks on {n['nodes']} node(s), {e['layout_class']}, from {e['bytes_per_peer'][0]} B per peer"
+        if mode is None or mode not in decisions:
+            notes.append(f"{where}: {e['algorithm']} (no tree for this node layout)")
+            continue
+        if e["algorithm"] not in MPICH_NAMES:
+            notes.append(f"{where}: {e['algorithm']} is not in MPICH")
+            continue
+        taken = mpich_choice(decisions, mode, max(e["bytes_per_peer"][0], 1) * n["ranks"])
+        if taken != MPICH_NAMES[e["algorithm"]]:
+            notes.append(f"{where}: {e['algorithm']}, MPICH's tree runs {taken} (it tests only the bytes a rank "
+                         "sends, not the layout class, and splits sizes only between algorithms that send the "
+                         "same messages)")
+    return notes
+
+
+def write_mpich_selection(path, generic_path, measured, entries, ranks, uniform):
+    """Writes the selection JSON; returns the notes on what it could not map."""
+    times, left_out = mpich_times(measured)
+    if not times:
+        raise ValueError("no measurements MPICH's tree can use (one node or one rank per node)")
+    decisions = mpich_algorithms.decide(times, ranks, uniform)
+    with open(generic_path) as f:
+        generic = json.load(f)
+    write_json(path, mpich_algorithms.selection_json(generic, decisions, ranks))
+    return {"file": path, "generic": generic_path, "decisions": mpich_algorithms.decision_lines(decisions),
+            "left_out": left_out, "unmapped": unmapped_decisions(entries, decisions)}
+
+
+# --- metadata and files ---------------------------------------------------------------------------
+
+def git_commit():
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def metadata(options, context, runs, algorithms, argv):
+    return {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "git_commit": git_commit(), "mpi": options.mpi, "mpi_library": context.get("mpi_library"),
+            "host": socket.gethostname(), "hwloc": context.get("hwloc"),
+            "command": " ".join(shlex.quote(a) for a in ["experiments/tune.py"] + list(argv)),
+            "build": options.build, "ranks": options.ranks, "nodes": options.nodes, "sizes": options.sizes,
+            "layouts": options.layouts, "algorithms": algorithms, "min_time_s": options.min_time,
+            "repetitions": options.repetitions,
+            "rule": "per (node layout, layout class, size) the fastest median; adjacent sizes with one winner merged",
+            "runs": runs}
+
+
+def write_json(path, doc):
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(f.name, path)
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description="Measure every Alltoallw algorithm and write auto's tuning table "
+                                                 "(and the patched MPICH's selection JSON).")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build", "mpich"),
+                        help="the build folder whose bin/tb-bench runs (default build/mpich)")
+    parser.add_argument("--mpi", choices=launch.MPIS, help="its MPI library (default: mpich, or openmpi for a "
+                                                           "build folder named *openmpi*/*ompi*)")
+    parser.add_argument("-n", "--ranks", type=int, default=2)
+    parser.add_argument("--nodes", default="1,2", help="node layouts: emulated node counts, comma-separated")
+    parser.add_argument("-m", "--sizes", default="1:16M", help="bytes per peer, min:max (tb-bench -m)")
+    parser.add_argument("--layouts", default="contiguous,vector64,vector4K",
+                        help="tb-bench layouts: contiguous and vector<B> (layout classes)")
+    parser.add_argument("--algorithms", help="comma-separated (default: every registered one but auto)")
+    parser.add_argument("--min-time", type=float, default=0.01, help="seconds per repetition (Google Benchmark)")
+    parser.add_argument("--repetitions", type=int, default=3, help="repetitions; the median decides")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds one tb-bench run may take")
+    parser.add_argument("-o", "--out", default=os.path.join(ROOT, "results", "tuning", "alltoallw-tuning.json"))
+    parser.add_argument("--mpich-json", help="the MPICH selection JSON (default: beside --out, mpich-selection.json; "
+                                             "'none' to skip)")
+    parser.add_argument("--generic", help="MPICH's generic.json to put the alltoallw branch into (default: the "
+                                          "patched MPICH's source, else mpich/tuning/alltoallw.json)")
+    parser.add_argument("--uniform", action="store_true",
+                        help="MPICH tree: size splits among all algorithms (calls where every rank sends the same)")
+    options = parser.parse_args(argv)
+    if options.ranks < 1 or options.repetitions < 1 or not options.min_time > 0:
+        parser.error("--ranks and --repetitions must be at least 1, --min-time above 0")
+    try:
+        options.nodes = [int(k) for k in options.nodes.split(",")]
+        options.layouts = options.layouts.split(",")
+        for layout in options.layouts:
+            block_bytes(layout)
+    except ValueError as e:
+        parser.error(str(e))
+    if any(k < 1 or k > options.ranks for k in options.nodes):
+        parser.error(f"--nodes: each count must be from 1 to --ranks ({options.ranks})")
+    if options.mpi is None:
+        base = os.path.basename(os.path.normpath(options.build))
+        options.mpi = "openmpi" if "openmpi" in base or "ompi" in base else ("mpich-patched" if "patched" in base else "mpich")
+    options.bin = os.path.join(options.build, "bin")
+    if options.mpich_json is None:
+        options.mpich_json = os.path.join(os.path.dirname(os.path.abspath(options.out)), "mpich-selection.json")
+    return options
+
+
+def measure(options, algorithms):
+    """Every (node layout, layout) run, one progress line each. Returns the medians, the last run's
+    tb-bench context and the runs' records."""
+    measured, runs, context = {}, [], {}
+    total = len(options.nodes) * len(options.layouts)
+    started = time.time()
+    for nodes in options.nodes:
+        for layout in options.layouts:
+            print(f"[{len(runs) + 1}/{total}] {options.ranks} ranks on {nodes} node(s), {layout}, "
+                  f"{len(algorithms)} algorithms, {options.sizes} B per peer ...", end="", flush=True)
+            doc, seconds, cmd, env = run_bench(options, nodes, algorithms, layout)
+            context = doc.get("context", {})
+            layout_key = node_layout_of(context, options.ranks, nodes)
+            key = (layout_key["ranks"], layout_key["nodes"], layout_key["ranks_per_node"])
+            measured[(key, layout)] = medians(doc)
+            print(f" {seconds:.1f} s (elapsed {time.time() - started:.1f} s)", flush=True)
+            runs.append({"node_layout": layout_key, "layout": layout, "seconds": round(seconds, 2),
+                         "command": " ".join(shlex.quote(c) for c in cmd), "environment": env})
+    return measured, context, runs
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    options = parse(argv)
+    started = time.time()
+    try:
+        algorithms = options.algorithms.split(",") if options.algorithms else registered_algorithms(options.bin, options.mpi)
+        if "auto" in algorithms:
+            raise ValueError("--algorithms: auto cannot be measured for its own table")
+        measured, context, runs = measure(options, algorithms)
+        entries = table_entries(measured)
+        meta = metadata(options, context, runs, algorithms, argv)
+        if options.mpich_json != "none":
+            generic = options.generic or next((p for p in GENERIC_JSON if os.path.isfile(p)), None)
+            if generic is None:
+                raise ValueError("no MPICH generic.json found: pass --generic, or --mpich-json none")
+            meta["mpich_selection"] = write_mpich_selection(options.mpich_json, generic, measured, entries,
+                                                            options.ranks, options.uniform)
+        meta["wall_s"] = round(time.time() - started, 1)
+        write_json(options.out, tuning_table(entries, layout_classes(options.layouts), meta))
+    except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
+        print(f"\ntune.py: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ntune.py: interrupted; nothing written", file=sys.stderr)
+        return 130
+    print(f"tune.py: wrote {options.out} ({len(entries)} entries, {meta['wall_s']} s):")
+    print("\n".join(decision_lines(entries)))
+    if "mpich_selection" in meta:
+        sel = meta["mpich_selection"]
+        print(f"tune.py: wrote {sel['file']} (MPICH selection; MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE):")
+        print("\n".join("  " + line[2:] for line in sel["decisions"]))
+        for what in sel["left_out"]:
+            print(f"  left out: {what}")
+        for note in sel["unmapped"]:
+            print(f"  not mapped: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+"""experiments/tune.py end to end on one build (ctest auto.tune.end-to-end): a tiny sweep (2 ranks,
+one node and two emulated nodes, 1-256 B per peer), the table it wrote checked (format, version,
+every node layout and class covered from 0 bytes to unbounded, only registered algorithms, never
+auto), then tb-bench runs auto with TB_TUNING_TABLE on each node layout and its reported path must
+name the table's choice; without a table it names the built-in rule, and a bad table is an error
+naming the file. Prints "tune end-to-end: ok"."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "experiments"))
+import launch  # noqa: E402
+import tune  # noqa: E402
+
+
+def check(condition, what):
+    if not condition:
+        print(f"tune end-to-end: FAILED: {what}")
+        sys.exit(1)
+
+
+def check_table(table, registered):
+    check(table.get("format") == "tb-alltoallw-tuning" and table.get("version") == 1, "format and version")
+    for key in ("date_utc", "git_commit", "mpi_library", "host", "command"):
+        check(table["metadata"].get(key), f"metadata.{key}")
+    groups = {}
+    for e in table["entries"]:
+        check(e["algorithm"] in registered and e["algorithm"] != "auto", f"algorithm {e['algorithm']} registered")
+        n = e["node_layout"]
+        groups.setdefault((n["nodes"], e["layout_class"]), []).append(e["bytes_per_peer"])
+    check({k[0] for k in groups} == {1, 2}, f"both node layouts in the table: {sorted(groups)}")
+    for key, bands in groups.items():
+        check(bands[0][0] == 0 and bands[-1][1] is None, f"{key}: bands from 0 to unbounded: {bands}")
+        for a, b in zip(bands, bands[1:]):
+            check(a[1] + 1 == b[0], f"{key}: bands adjacent: {bands}")
+
+
+def auto_path(options, nodes, env):
+    """The path tb-bench reports for auto at 64 B per peer, contiguous."""
+    out = os.path.join(options.out, f"auto-{nodes}.json")
+    spec = launch.tool_spec("tb-bench")
+    program = launch.check_binary("tb-bench", options.mpi, os.path.join(options.build, "bin"))
+    args = ["--algorithms", "auto", "--layouts", "contiguous", "-m", "64", "-i", "3"] + launch.output_args(spec, out)
+    cmd, job_env = launch.command(spec, program, args, "intra" if nodes == 1 else "cliques", options.mpi, 2,
+                                  argparse.Namespace(cliques=nodes, hosts=nodes, hostfile=None), env)
+    status, _ = launch.run_command(cmd, job_env, watch=out, timeout=120, finalize_grace=5)
+    check(status == 0 or launch.complete_json(out), f"tb-bench with {env} failed ({status})")
+    with open(out) as f:
+        return json.load(f)["benchmarks"][0]["label"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True)
+    parser.add_argument("--mpi", default="mpich")
+    parser.add_argument("--out", required=True)
+    options = parser.parse_args()
+    options.mpi = "openmpi" if options.mpi == "openmpi" else "mpich"
+    os.makedirs(options.out, exist_ok=True)
+    table_path = os.path.join(options.out, "tuning.json")
+    status = tune.main(["--build", options.build, "--mpi", options.mpi, "-n", "2", "--nodes", "1,2", "-m", "1:256",
+                        "--layouts", "contiguous,vector64", "--min-time", "0.001", "-o", table_path])
+    check(status == 0, f"tune.py exited {status}")
+    with open(table_path) as f:
+        table = json.load(f)
+    check_table(table, tune.registered_algorithms(os.path.join(options.build, "bin"), options.mpi))
+    check(os.path.isfile(table["metadata"]["mpich_selection"]["file"]), "the MPICH selection JSON written")
+    for nodes in (1, 2):
+        chosen = next(e["algorithm"] for e in table["entries"] if e["node_layout"]["nodes"] == nodes
+                      and e["layout_class"] == "contiguous" and (e["bytes_per_peer"][1] is None or e["bytes_per_peer"][1] >= 64)
+                      and e["bytes_per_peer"][0] <= 64)
+        path = auto_path(options, nodes, {"TB_TUNING_TABLE": table_path})
+        print(f"tune end-to-end: {nodes} node(s), 64 B contiguous: table {chosen}, tb-bench path {path!r}")
+        check(path.startswith(f"auto -> {chosen}"), f"auto follows the table on {nodes} node(s)")
+    path = auto_path(options, 1, {"TB_TUNING_TABLE": ""})
+    check(path == "auto (built-in rule) -> native", f"no table: {path!r}")
+    bad = os.path.join(options.out, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"format": "tb-alltoallw-tuning", "version": 9}')
+    program = launch.check_binary("tb-bench", options.mpi, os.path.join(options.build, "bin"))
+    run = subprocess.run([program, "--algorithms", "auto", "-m", "64"], capture_output=True, text=True,
+                         env={**os.environ, "TB_TUNING_TABLE": bad}, timeout=60)
+    check(run.returncode == 2 and bad in run.stderr and "version 9" in run.stderr, f"bad table: {run.stderr!r}")
+    print("tune end-to-end: ok")
+
+
+if __name__ == "__main__":
+    main()
