@@ -354,8 +354,8 @@ void expect_persistent_path(const std::string& path, const char* on_node) {
 // Repeated starts with new data each time, on contiguous and strided layouts, private and
 // shared arrays, small and large blocks: each start matches native on the same data.
 TEST(NodeLeaderPersistent, RepeatedStartsMatchNativeWithNewDataEachTime) {
-  const int node_size = node_layout(MPI_COMM_WORLD).node_size;
-  for (const int unit : {1, 100, 5000})
+  const NodeLayout& node = node_layout(MPI_COMM_WORLD);
+  for (const int unit : {1, 100, 10000})
     for (const bool strided : {false, true})
       for (const bool shared : {false, true}) {
         PersistentCase c(MPI_COMM_WORLD, unit, strided, shared);
@@ -367,7 +367,10 @@ TEST(NodeLeaderPersistent, RepeatedStartsMatchNativeWithNewDataEachTime) {
           ASSERT_EQ(c.wrong_everywhere(), 0) << "unit " << unit << " strided " << strided << " shared " << shared
                                              << " start " << round << ": " << prepared->last_path();
         }
-        const char* on_node = node_size == 1 ? "on-node: none" : shared ? "on-node: single-copy" : "on-node: staged";
+        // Shared arrays are copied directly, except on one node where every block between two
+        // ranks is under 8 KiB (a second copy then costs less than the second node barrier).
+        const bool direct = shared && (node.nodes > 1 || unit >= 8192);
+        const char* on_node = node.node_size == 1 ? "on-node: none" : direct ? "on-node: single-copy" : "on-node: staged";
         expect_persistent_path(prepared->last_path(), on_node);
         EXPECT_EQ(algorithm.last_path(), prepared->last_path());
       }
@@ -471,14 +474,14 @@ TEST(NodeLeaderPersistent, DroppingIsLocalAndAreasAreReused) {
   MPI_Comm_free(&comm);
 }
 
-// Two emulated nodes on a communicator of this test's own, whatever the variant's layout: the
-// data between them travels as one persistent message per node pair.
+// Two emulated nodes (within each real one) on a communicator of this test's own, whatever the
+// variant's layout: the data between nodes travels as one persistent message per node pair.
 TEST(NodeLeaderPersistent, TwoEmulatedNodes) {
   if (test::world_size() < 2) GTEST_SKIP() << "needs two ranks";
   test::ScopedEnv nodes("TB_NUM_NODES", "2");
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  ASSERT_EQ(node_layout(comm).nodes, 2);
+  ASSERT_GE(node_layout(comm).nodes, 2);  // 2, or more where the real nodes are several (MPICH cliques)
   for (const bool shared : {false, true})
     for (const bool in_place : {false, true}) {
       PersistentCase c(comm, 500, !in_place, shared, in_place);
@@ -490,7 +493,7 @@ TEST(NodeLeaderPersistent, TwoEmulatedNodes) {
         ASSERT_EQ(c.wrong_everywhere(), 0) << "shared " << shared << " in place " << in_place << " start " << round;
         if (round == 1) algorithm.run(c.args());  // a blocking call between two starts
       }
-      EXPECT_NE(prepared->last_path().find("inter-node: 1 aggregated message"), std::string::npos)
+      EXPECT_NE(prepared->last_path().find(expected_inter_node(node_layout(comm))), std::string::npos)
           << prepared->last_path();
     }
   MPI_Comm_free(&comm);
