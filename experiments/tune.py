@@ -371,12 +371,28 @@ def parse(argv):
     return options
 
 
+def busy_compilers():
+    """How many compiler processes (cc1, cc1plus) run on this host: timings taken beside them on a
+    2-core machine read milliseconds for microsecond calls."""
+    count = 0
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                count += f.read().strip() in ("cc1", "cc1plus")
+        except OSError:
+            pass
+    return count
+
+
 def measure(options, algorithms):
     """Every (node layout, layout) run, one progress line each. Returns the medians, the last run's
     tb-bench context and the runs' records."""
     measured, runs, context = {}, [], {}
     total = len(options.nodes) * len(options.layouts)
     started = time.time()
+    if busy_compilers():
+        print(f"tune.py: warning: {busy_compilers()} compiler processes are running; the timings will be noisy",
+              file=sys.stderr)
     for nodes in options.nodes:
         for layout in options.layouts:
             print(f"[{len(runs) + 1}/{total}] {options.ranks} ranks on {nodes} node(s), {layout}, "
@@ -388,6 +404,7 @@ def measure(options, algorithms):
             measured[(key, layout)] = medians(doc)
             print(f" {seconds:.1f} s (elapsed {time.time() - started:.1f} s)", flush=True)
             runs.append({"node_layout": layout_key, "layout": layout, "seconds": round(seconds, 2),
+                         "compilers_running_after": busy_compilers(),
                          "command": " ".join(shlex.quote(c) for c in cmd), "environment": env})
     return measured, context, runs
 

@@ -167,6 +167,25 @@ TEST(Auto, UnequalSizesPerRankStillRunOneAlgorithm) {
   std::remove(path.c_str());
 }
 
+// The same with a table none of whose algorithms this build has: the built-in rule decides, and on
+// one node it depends on the size (node_leader from 1 MiB per peer), so the ranks agree here too.
+TEST(Auto, UnequalSizesUnderTheBuiltInRuleStillRunOneAlgorithm) {
+  const std::string path = write_table("unequal_rule", entry("contiguous", "[0, null]", "no_such_algorithm"));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  const int rank = test::world_rank(), size = test::world_size();
+  const auto ints = [rank, size](int p) { return p == rank && rank != 0 ? size * (1 << 18) : 1; };
+  Exchange call(ints, ints);
+  auto algorithm = make_alltoallw("auto");
+  EXPECT_EQ(call.run(*algorithm), call.native());
+  const TuningNodeLayout layout = this_layout();
+  const std::string expect = size > 1 && layout.nodes == 1 ? "node_leader" : "native";
+  EXPECT_TRUE(starts_with(algorithm->last_path(),
+                          "auto (built-in rule: the table's no_such_algorithm is not in this build) -> " + expect))
+      << algorithm->last_path();
+  EXPECT_TRUE(same_on_every_rank(algorithm->last_path())) << algorithm->last_path();
+  std::remove(path.c_str());
+}
+
 TEST(Auto, SkipsAlgorithmsThisBuildLacksAndLayoutsTheTableLacks) {
   const std::string alternatives =
       write_table("alternatives", entry("contiguous", "[0, null]", "no_such_algorithm",

@@ -142,14 +142,16 @@ AutoAlltoallw::Decision AutoAlltoallw::decide(const AlltoallwArgs& args, const A
 }
 
 // The table's choice. Agreement only when the entries at this node layout name more than one
-// algorithm (as resolved in this build).
+// algorithm (as resolved in this build), or none this build has and the rule depends on the class.
 AutoAlltoallw::Decision AutoAlltoallw::from_table(const TuningTable& table, const TuningNodeLayout& layout,
                                                   const AlltoallwArgs& args, const AlltoallwComm& comm) {
   const auto entries = table.entries_at(layout);
   const std::string first = resolve(*entries.front());
   const bool uniform = std::all_of(entries.begin(), entries.end(), [&](const auto* e) { return resolve(*e) == first; });
+  // Entries none of whose algorithms this build has fall to the rule, which may depend on the class.
+  const bool depends = !uniform || (first.empty() && builtin_depends_on_class(layout));
   CallClass call = classify_call(args, comm);
-  if (comm.size > 1 && !uniform) call = agree(call, args.comm);
+  if (comm.size > 1 && depends) call = agree(call, args.comm);
   const TuningEntry* entry = table.find(layout, call);
   const std::string chosen = resolve(*entry);
   if (!chosen.empty()) return Decision{chosen, ""};
