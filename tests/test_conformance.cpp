@@ -5,7 +5,8 @@
 // zero; see random_types.hpp), places them in buffers with random gaps, fills the send buffer
 // with random bytes and the receive buffer with a sentinel, and runs `native` and each other
 // algorithm on identical inputs. The WHOLE receive buffers must be byte-for-byte equal, gaps
-// included. Every fourth case is MPI_IN_PLACE. All ranks derive every pair's types from the
+// included. Every algorithm also runs each case in its prepared (persistent) form, started twice:
+// first on other data, then on the case's. Every fourth case is MPI_IN_PLACE. All ranks derive every pair's types from the
 // seed, so no type description is communicated.
 //
 //   TB_CONFORMANCE_SEED=<n>   the seed (printed at the start and in every failure)
@@ -178,32 +179,93 @@ std::vector<std::byte> sendrecv_to_self(const CaseArgs& c, bool in_place) {
   return recv;
 }
 
+// The bytes of `buffer` inverted: data unlike what a case holds.
+void invert(std::byte* buffer, std::size_t size) {
+  for (std::size_t i = 0; i < size; ++i) buffer[i] = ~buffer[i];
+}
+
 // With `shared`, the send data and the receive buffer are copied into that node-shared buffer
-// (send in its first half, receive in its second) and the call runs there.
+// (send in its first half, receive in its second) and the call runs there. With `persistent`, the
+// call is prepared and started twice: first on other data (both buffers inverted), then on the
+// case's own, which the second start must deliver.
 std::vector<std::byte> run(AlltoallwAlgorithm& algorithm, const CaseArgs& c, MPI_Comm comm, bool in_place,
-                           NodeSharedBuffer* shared = nullptr) {
-  std::vector<std::byte> recv = c.recv_initial;
-  const void* send = c.sendbuf.data();
+                           NodeSharedBuffer* shared = nullptr, bool persistent = false) {
+  std::vector<std::byte> recv = c.recv_initial, send_copy = c.sendbuf;
+  std::byte* send = send_copy.data();
   std::byte* target = recv.data();
   if (shared != nullptr) {
     const std::size_t half = shared->size() / 2;
     if (c.sendbuf.size() > half || recv.size() > half)
       throw std::length_error("conformance case larger than the shared buffer");
-    if (!in_place) {
-      std::memcpy(shared->data(), c.sendbuf.data(), c.sendbuf.size());
-      send = shared->data();
-    }
+    send = shared->data();
     target = shared->data() + half;
-    std::memcpy(target, recv.data(), recv.size());
   }
+  auto fill = [&] {
+    if (!in_place) std::memcpy(send, c.sendbuf.data(), c.sendbuf.size());
+    std::memcpy(target, c.recv_initial.data(), c.recv_initial.size());
+  };
+  fill();
   AlltoallwArgs a{in_place ? MPI_IN_PLACE : send,
                   in_place ? nullptr : c.scounts.data(),
                   in_place ? nullptr : c.sdispls.data(),
                   in_place ? nullptr : c.stypes.data(),
                   target, c.rcounts.data(), c.rdispls.data(), c.rtypes.data(), comm};
-  algorithm.run(a);
+  if (persistent) {
+    const auto call = algorithm.prepare(a);
+    if (!in_place) invert(send, c.sendbuf.size());
+    invert(target, recv.size());
+    call->start();
+    fill();
+    call->start();
+  } else {
+    algorithm.run(a);
+  }
   if (target != recv.data()) std::memcpy(recv.data(), target, recv.size());
   return recv;
+}
+
+// What the cases saw of node_leader's single-copy paths and of prepared forms.
+struct PathCounts {
+  std::int64_t pushes = 0, pulls = 0, persistent = 0;
+};
+
+// One algorithm on one case, blocking or persistent, against the reference; false (after
+// reporting, on every rank alike) when any rank's receive buffer differs or the path is not the
+// algorithm's own.
+bool check_case(AlltoallwAlgorithm& algorithm, const CaseArgs& c, MPI_Comm comm, bool in_place, NodeSharedBuffer* shared,
+                bool persistent, const std::vector<std::byte>& reference, std::uint64_t seed, int index,
+                PathCounts& counts) {
+  const auto got = run(algorithm, c, comm, in_place, shared, persistent);
+  std::int64_t differ = 0, first = -1;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (got[i] != reference[i]) {
+      if (first < 0) first = static_cast<std::int64_t>(i);
+      ++differ;
+    }
+  const std::string path = algorithm.last_path();
+  counts.pushes += path.find("single-copy push") != std::string::npos;
+  counts.pulls += path.find("single-copy pull") != std::string::npos;
+  counts.persistent += persistent && path.find("persistent") != std::string::npos;
+  const bool prepared_path = path.find("persistent") != std::string::npos || path.find("not prepared") != std::string::npos;
+  const bool real_path = path.rfind(std::string(algorithm.name()), 0) == 0 && (!persistent || prepared_path);
+  const std::int64_t bad = test::sum_over_ranks(differ + (real_path ? 0 : 1), comm);
+  const int me = test::world_rank();
+  EXPECT_EQ(bad, 0) << algorithm.name() << (persistent ? " (persistent)" : "")
+                    << " differs from native: TB_CONFORMANCE_SEED=" << seed << " case " << index
+                    << (in_place ? " (in place)" : "") << "; rank " << me << ": " << differ << " bytes differ, first at "
+                    << first << " of " << got.size() << "; path " << path;
+  if (bad == 0) return true;
+  if (differ != 0) {
+    std::string types;
+    for (std::size_t p = 0; p < c.rtypes.size(); ++p)
+      types += "\n  recv from " + std::to_string(p) + ": count " + std::to_string(c.rcounts[p]) + " x " +
+               test::describe_type(c.rtypes[p]) + " at " + std::to_string(c.rdispls[p]);
+    for (std::size_t p = 0; p < c.stypes.size(); ++p)
+      types += "\n  send to " + std::to_string(p) + ": count " + std::to_string(c.scounts[p]) + " x " +
+               test::describe_type(c.stypes[p]) + " at " + std::to_string(c.sdispls[p]);
+    std::fprintf(stderr, "rank %d, case %d:%s\n", me, index, types.c_str());
+  }
+  return false;
 }
 
 // Runs `cases` cases on comm, comparing every algorithm with native; stops at the first failure.
@@ -218,7 +280,7 @@ void run_cases(MPI_Comm comm, int cases) {
   ASSERT_FALSE(others.empty());
   std::unique_ptr<NodeSharedBuffer> shared;
   if (shared_send_from_env()) shared = std::make_unique<NodeSharedBuffer>(comm, std::size_t{2} << 20);
-  std::int64_t pushes = 0, pulls = 0;
+  PathCounts counts;
   if (test::world_rank() == 0) {
     std::string names;
     for (const auto& algorithm : others) names += " " + std::string(algorithm->name());
@@ -240,42 +302,16 @@ void run_cases(MPI_Comm comm, int cases) {
       EXPECT_TRUE(run(*native, c, comm, in_place) == reference)
           << "native MPI_Alltoallw differs from MPI_Sendrecv to self: TB_CONFORMANCE_SEED=" << seed << " case " << index;
     }
-    for (auto& algorithm : others) {
-      const auto got = run(*algorithm, c, comm, in_place, shared.get());
-      std::int64_t differ = 0, first = -1;
-      for (std::size_t i = 0; i < got.size(); ++i)
-        if (got[i] != reference[i]) {
-          if (first < 0) first = static_cast<std::int64_t>(i);
-          ++differ;
-        }
-      const std::string path = algorithm->last_path();
-      pushes += path.find("single-copy push") != std::string::npos;
-      pulls += path.find("single-copy pull") != std::string::npos;
-      const bool real_path = path.rfind(std::string(algorithm->name()), 0) == 0;
-      const std::int64_t bad = test::sum_over_ranks(differ + (real_path ? 0 : 1), comm);
-      EXPECT_EQ(bad, 0) << algorithm->name() << " differs from native: TB_CONFORMANCE_SEED=" << seed << " case " << index
-                        << (in_place ? " (in place)" : "") << "; rank " << me << ": " << differ
-                        << " bytes differ, first at " << first << " of " << got.size() << "; path " << path;
-      if (bad != 0) {
-        if (differ != 0) {
-          std::string types;
-          for (std::size_t p = 0; p < c.rtypes.size(); ++p)
-            types += "\n  recv from " + std::to_string(p) + ": count " + std::to_string(c.rcounts[p]) + " x " +
-                     test::describe_type(c.rtypes[p]) + " at " + std::to_string(c.rdispls[p]);
-          for (std::size_t p = 0; p < c.stypes.size(); ++p)
-            types += "\n  send to " + std::to_string(p) + ": count " + std::to_string(c.scounts[p]) + " x " +
-                     test::describe_type(c.stypes[p]) + " at " + std::to_string(c.sdispls[p]);
-          std::fprintf(stderr, "rank %d, case %d:%s\n", me, index, types.c_str());
-        }
-        return;
-      }
-    }
+    for (auto& algorithm : others)
+      for (const bool persistent : {false, true})
+        if (!check_case(*algorithm, c, comm, in_place, shared.get(), persistent, reference, seed, index, counts)) return;
   }
   // Shared buffers must make node_leader push and pull directly between on-node peers
   // whenever a node holds two ranks of this communicator (decided together: no rank may skip the sum).
   if (shared && cases >= 20) {
     const std::int64_t shared_nodes = test::sum_over_ranks(node_layout(comm).node_size > 1 ? 1 : 0, comm);
-    const std::int64_t push_runs = test::sum_over_ranks(pushes, comm), pull_runs = test::sum_over_ranks(pulls, comm);
+    const std::int64_t push_runs = test::sum_over_ranks(counts.pushes, comm);
+    const std::int64_t pull_runs = test::sum_over_ranks(counts.pulls, comm);
     if (shared_nodes > 0) {
       EXPECT_GT(push_runs, 0) << "node_leader never pushed into a peer's shared receive buffer";
       EXPECT_GT(pull_runs, 0) << "node_leader never pulled from a peer's shared send buffer";
@@ -287,6 +323,25 @@ void run_cases(MPI_Comm comm, int cases) {
 }
 
 TEST(Conformance, EveryAlgorithmMatchesNativeOnRandomDatatypes) { run_cases(MPI_COMM_WORLD, cases_from_env(200)); }
+
+// The testbed's own algorithms have prepared forms of their own (ucx_zcopy, where built, runs its
+// blocking call at each start and says so; the conformance cases check what either path delivers).
+TEST(Conformance, PreparedFormsArePersistent) {
+  std::vector<std::byte> send(64, std::byte{1}), recv(64);
+  const int P = test::world_size();
+  std::vector<int> counts(static_cast<std::size_t>(P), 64 / P), displs(static_cast<std::size_t>(P));
+  for (int p = 0; p < P; ++p) displs[p] = p * (64 / P);
+  std::vector<MPI_Datatype> types(static_cast<std::size_t>(P), MPI_BYTE);
+  for (const char* name : {"native", "pairwise", "pack_alltoallv", "node_leader"}) {
+    auto algorithm = make_alltoallw(name);
+    const auto call = algorithm->prepare({send.data(), counts.data(), displs.data(), types.data(), recv.data(),
+                                          counts.data(), displs.data(), types.data(), MPI_COMM_WORLD});
+    call->start();
+    EXPECT_EQ(call->last_path().rfind(std::string(name) + " (persistent", 0), 0u) << call->last_path();
+    EXPECT_EQ(algorithm->last_path(), call->last_path());
+    EXPECT_EQ(call->starts(), 1);
+  }
+}
 
 TEST(Conformance, OnCommSelf) { run_cases(MPI_COMM_SELF, cases_from_env(200) / 4); }
 
@@ -327,9 +382,46 @@ TEST(Conformance, IntercommunicatorsAreDelegatedToNativeAndSaySo) {
     if (info.name != "native") {
       EXPECT_EQ(algorithm->last_path(), "native (intercommunicator)") << info.name;
     }
+    std::fill(got.begin(), got.end(), -1);
+    const auto call = algorithm->prepare({send.data(), counts.data(), displs.data(), types.data(), got.data(),
+                                          counts.data(), displs.data(), types.data(), inter});
+    call->start();
+    EXPECT_EQ(got, expect) << info.name << " (persistent)";
+    EXPECT_EQ(call->last_path().rfind("native (", 0), 0u) << info.name << " (persistent): " << call->last_path();
   }
   MPI_Comm_free(&inter);
   MPI_Comm_free(&local);
+}
+
+// MPICH 4.0.2's persistent MPI_Alltoallw (MPI_Alltoallw_init) in place fails with MPI_ERR_TRUNCATE
+// at MPI_Wait on a conformance case whose blocking in-place call is right, so native's prepared
+// form runs the blocking call at each start in place on MPICH (algorithms/native.cpp). This pins
+// the defect to that case (seed 20261130, case 3, 2 ranks): it fails the day MPICH gets it right.
+TEST(KnownLibraryDefects, MpichPersistentAlltoallwInPlaceTruncates) {
+#if !defined(MPICH_VERSION) || MPI_VERSION < 4
+  GTEST_SKIP() << "MPICH only";
+#else
+  if (test::world_size() != 2) GTEST_SKIP() << "the case is drawn for 2 ranks";
+  CaseArgs c;
+  build_case(MPI_COMM_WORLD, 20261130, 3, true, c);
+  std::vector<std::byte> recv = c.recv_initial;
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Request request;
+  int code = PMPI_Alltoallw_init(MPI_IN_PLACE, nullptr, nullptr, nullptr, recv.data(), c.rcounts.data(),
+                                 c.rdispls.data(), c.rtypes.data(), comm, MPI_INFO_NULL, &request);
+  ASSERT_EQ(code, MPI_SUCCESS);
+  code = PMPI_Start(&request);
+  if (code == MPI_SUCCESS) code = PMPI_Wait(&request, MPI_STATUS_IGNORE);
+  int error_class = MPI_SUCCESS;
+  MPI_Error_class(code, &error_class);
+  const std::int64_t truncated = test::sum_over_ranks(error_class == MPI_ERR_TRUNCATE ? 1 : 0, MPI_COMM_WORLD);
+  EXPECT_GT(truncated, 0) << "MPICH's persistent in-place Alltoallw no longer truncates here: the fallback in "
+                             "algorithms/native.cpp can go";
+  PMPI_Request_free(&request);
+  MPI_Comm_free(&comm);
+#endif
 }
 
 // Open MPI 4.1.4's coll/self (every 1-rank communicator) computes Alltoallw addresses as
