@@ -32,6 +32,7 @@ struct Options {
   int to_axis = 0;
   std::string type = "c64";
   std::vector<std::string> methods{"native", "local_remap"};
+  std::vector<std::string> calls{"blocking"};  // how the Alltoallw methods call: blocking, persistent
   tb::TimingOptions timing{3, 50, 30.0, 5};
   std::string csv, json;
   std::string buffers = "private";  // or "shared": arrays in node-shared memory (NodeSharedBuffer)
@@ -83,6 +84,9 @@ void validate(const Options& opt) {
   // in, out and back, and the floor's copy of the input
   tb::check_array_fits("--shape", opt.shape, static_cast<std::int64_t>(tb::element_size(type)), ranks, 4);
   tb::for_option("--method", [&] { return tb::expand_redistribution_methods(opt.methods); });
+  for (const auto& calls : opt.calls)
+    if (calls != "blocking" && calls != "persistent")
+      throw std::invalid_argument("--calls: '" + calls + "' is neither blocking nor persistent");
   tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
   tb::check_writable(MPI_COMM_WORLD, "--csv", opt.csv);
 }
@@ -130,9 +134,9 @@ Floors time_floors(const Options& opt, Problem& p) {
   return f;
 }
 
-// Plans, verifies and times one method.
-Result verify_and_time(const Options& opt, Problem& p, const std::string& method) {
-  auto plan = tb::make_redistribution(p.in_pencil, p.out_pencil, p.type, method);
+// Plans, verifies and times one method, its Alltoallw called as `calls` says.
+Result verify_and_time(const Options& opt, Problem& p, const std::string& method, tb::AlltoallwCalls calls) {
+  auto plan = tb::make_redistribution(p.in_pencil, p.out_pencil, p.type, method, calls);
   // Verify: forward must place every element at its global index; backward must restore the input.
   tb::fill_global_pattern(p.in_pencil, p.type, p.in.data());
   std::fill(p.out.begin(), p.out.end(), std::byte{0xA5});
@@ -166,7 +170,7 @@ void print_table(const Options& opt, const Problem& p, const nlohmann::json& met
   // Ratios to native (fastest over fastest) when native ran in this invocation.
   double native = 0.0;
   for (const auto& r : results)
-    if (r.method == "alltoallw:native") native = r.timing.fastest();
+    if (r.method == "alltoallw:native") native = r.timing.fastest();  // the blocking call (a prepared one names its path)
   int w = 26;  // the method column fits the longest path description
   for (const auto& r : results) w = std::max(w, static_cast<int>(r.method.size()));
   std::printf("  %-*s %-9s %12s %12s %14s %14s %12s\n", w, "method", "verified", "fastest ms", "median ms",
@@ -216,7 +220,12 @@ int run(const Options& opt) {
 
   const Floors floors = time_floors(opt, p);
   std::vector<Result> results;
-  for (const auto& method : methods) results.push_back(verify_and_time(opt, p, method));
+  for (const auto& method : methods)
+    for (const auto& calls : opt.calls) {
+      const bool blocking = calls == "blocking";
+      if (method == "local_remap" && !blocking) continue;  // no Alltoallw to prepare
+      results.push_back(verify_and_time(opt, p, method, blocking ? tb::AlltoallwCalls::blocking : tb::AlltoallwCalls::persistent));
+    }
 
   if (rank == 0) {
     print_table(opt, p, meta, max_bytes, floors, results);
@@ -246,6 +255,10 @@ int main(int argc, char** argv) {
   app.add_option("--type", opt.type, "element type: f32, f64, c32, c64 (float, double, complex<...>)")
       ->capture_default_str();
   tb::add_list_option(app, "--method", opt.methods, "Alltoallw algorithm names, local_remap, or all", "name");
+  tb::add_list_option(app, "--calls", opt.calls,
+                      "how the Alltoallw methods call: blocking (one MPI_Alltoallw per call), persistent (prepared "
+                      "once, started per call: AlltoallwAlgorithm::prepare), or both, comma separated",
+                      "kind");
   tb::add_timing_options(app, opt.timing, "operations per timed inner loop",
                          "stop repeating after this much time per method (0: no limit)");
   app.add_option("--buffers", opt.buffers,

@@ -89,9 +89,9 @@ std::vector<std::string> expand_redistribution_methods(const std::vector<std::st
 }
 
 std::unique_ptr<Redistribution> make_redistribution(const Pencil& in, const Pencil& out, ElementType type,
-                                                    std::string_view method) {
+                                                    std::string_view method, AlltoallwCalls calls) {
   if (method == "local_remap") return std::make_unique<LocalRemap>(in, out, type);
-  return std::make_unique<SubarrayRedistribution>(in, out, type, method);
+  return std::make_unique<SubarrayRedistribution>(in, out, type, method, calls);
 }
 
 }  // namespace tb

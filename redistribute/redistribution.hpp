@@ -82,25 +82,44 @@ class Redistribution {
   std::vector<Box> send_boxes_, recv_boxes_;
 };
 
+// How a SubarrayRedistribution calls its Alltoallw: as a prepared (persistent) call, made once
+// per pair of arrays and started at every call, or as a blocking call each time.
+enum class AlltoallwCalls { persistent, blocking };
+
 // One MPI_Alltoallw of subarray datatypes (counts 1, displacements 0), built once per plan.
+// Persistent calls: the first forward (backward) call with a pair of arrays prepares the
+// algorithm's call for them (AlltoallwAlgorithm::prepare); later calls with the same pair start
+// it. Whether every rank passes the arrays it prepared with is agreed with one MPI_Allreduce of a
+// flag per call, since a rank that prepares anew while another starts would wait forever.
 class SubarrayRedistribution final : public Redistribution {
  public:
   // algorithm: registry name; empty = default ($TB_ALLTOALLW, else native).
-  SubarrayRedistribution(const Pencil& in, const Pencil& out, ElementType type, std::string_view algorithm = {});
+  SubarrayRedistribution(const Pencil& in, const Pencil& out, ElementType type, std::string_view algorithm = {},
+                         AlltoallwCalls calls = AlltoallwCalls::persistent);
   SubarrayRedistribution(const Pencil& in, const Pencil& out, ElementType type,
-                         std::unique_ptr<AlltoallwAlgorithm> algorithm);
+                         std::unique_ptr<AlltoallwAlgorithm> algorithm,
+                         AlltoallwCalls calls = AlltoallwCalls::persistent);
   ~SubarrayRedistribution() override;
   std::string method() const override;
   AlltoallwAlgorithm& algorithm() { return *algorithm_; }
 
  private:
+  // A prepared call and the arrays it was prepared for.
+  struct Prepared {
+    const void* from = nullptr;
+    void* to = nullptr;
+    std::unique_ptr<PreparedAlltoallw> call;
+  };
   void do_forward(const void* in, void* out) override;
   void do_backward(const void* out, void* in) override;
+  void exchange(const AlltoallwArgs& args, Prepared& prepared);
   void free_types() noexcept;
 
   std::unique_ptr<AlltoallwAlgorithm> algorithm_;
+  AlltoallwCalls calls_;
   std::vector<int> send_counts_, recv_counts_, zero_displs_;
   std::vector<MPI_Datatype> send_types_, recv_types_;
+  Prepared forward_, backward_;
 };
 
 // The traditional method: pack each peer's box into a contiguous buffer, MPI_Alltoall (all counts
@@ -128,7 +147,9 @@ class LocalRemap final : public Redistribution {
 std::vector<std::string> expand_redistribution_methods(const std::vector<std::string>& names);
 
 // "local_remap" or the name of a registered Alltoallw algorithm (empty: the default algorithm).
+// `calls` applies to the Alltoallw methods.
 std::unique_ptr<Redistribution> make_redistribution(const Pencil& in, const Pencil& out, ElementType type,
-                                                    std::string_view method = {});
+                                                    std::string_view method = {},
+                                                    AlltoallwCalls calls = AlltoallwCalls::persistent);
 
 }  // namespace tb

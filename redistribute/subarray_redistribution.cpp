@@ -43,12 +43,12 @@ void make_box_type(const std::vector<std::int64_t>& shape, const Box& box, MPI_D
 }  // namespace
 
 SubarrayRedistribution::SubarrayRedistribution(const Pencil& in, const Pencil& out, ElementType type,
-                                               std::string_view algorithm)
-    : SubarrayRedistribution(in, out, type, make_alltoallw(algorithm)) {}
+                                               std::string_view algorithm, AlltoallwCalls calls)
+    : SubarrayRedistribution(in, out, type, make_alltoallw(algorithm), calls) {}
 
 SubarrayRedistribution::SubarrayRedistribution(const Pencil& in, const Pencil& out, ElementType type,
-                                               std::unique_ptr<AlltoallwAlgorithm> algorithm)
-    : Redistribution(in, out, type), algorithm_(std::move(algorithm)) {
+                                               std::unique_ptr<AlltoallwAlgorithm> algorithm, AlltoallwCalls calls)
+    : Redistribution(in, out, type), algorithm_(std::move(algorithm)), calls_(calls) {
   if (!algorithm_) throw std::invalid_argument("SubarrayRedistribution: no Alltoallw algorithm");
   const auto n = static_cast<std::size_t>(peers());
   send_counts_.assign(n, 0);
@@ -67,7 +67,11 @@ SubarrayRedistribution::SubarrayRedistribution(const Pencil& in, const Pencil& o
   }
 }
 
-SubarrayRedistribution::~SubarrayRedistribution() { free_types(); }
+SubarrayRedistribution::~SubarrayRedistribution() {
+  forward_.call.reset();  // they use the types and the algorithm
+  backward_.call.reset();
+  free_types();
+}
 
 void SubarrayRedistribution::free_types() noexcept {
   for (auto* types : {&send_types_, &recv_types_})
@@ -79,13 +83,32 @@ void SubarrayRedistribution::free_types() noexcept {
 std::string SubarrayRedistribution::method() const { return "alltoallw:" + algorithm_->last_path(); }
 
 void SubarrayRedistribution::do_forward(const void* in, void* out) {
-  algorithm_->run({in, send_counts_.data(), zero_displs_.data(), send_types_.data(), out, recv_counts_.data(),
-                   zero_displs_.data(), recv_types_.data(), comm()});
+  exchange({in, send_counts_.data(), zero_displs_.data(), send_types_.data(), out, recv_counts_.data(),
+            zero_displs_.data(), recv_types_.data(), comm()},
+           forward_);
 }
 
 void SubarrayRedistribution::do_backward(const void* out, void* in) {
-  algorithm_->run({out, recv_counts_.data(), zero_displs_.data(), recv_types_.data(), in, send_counts_.data(),
-                   zero_displs_.data(), send_types_.data(), comm()});
+  exchange({out, recv_counts_.data(), zero_displs_.data(), recv_types_.data(), in, send_counts_.data(),
+            zero_displs_.data(), send_types_.data(), comm()},
+           backward_);
+}
+
+// Starts the call prepared for these arrays, preparing it first unless every rank has it.
+void SubarrayRedistribution::exchange(const AlltoallwArgs& args, Prepared& prepared) {
+  if (calls_ == AlltoallwCalls::blocking) {
+    algorithm_->run(args);
+    return;
+  }
+  int mine = prepared.call && prepared.from == args.sendbuf && prepared.to == args.recvbuf ? 1 : 0, all = 0;
+  TB_MPI_CHECK(PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm()));
+  if (all == 0) {
+    prepared.call.reset();
+    prepared.call = algorithm_->prepare(args);
+    prepared.from = args.sendbuf;
+    prepared.to = args.recvbuf;
+  }
+  prepared.call->start();
 }
 
 }  // namespace tb
