@@ -33,9 +33,10 @@
 // Prepared form (prepare(), as MPI_Alltoallw_init): done ONCE, at prepare (collective): steps
 // 1-2 (publish, B1, plan; the sizes were checked on every rank by prepare()), the staging
 // layout, a staging area of the call's own (lent from a pool kept with the node state, below),
-// the size headers, the block lists direct partners walk (and a barrier), the copy lists of
-// every step (each copy's pieces, merged once into address order) and the leaders' persistent
-// sends and receives. Per START: pack the staged data; node barrier S1; the leaders start their
+// the size headers (written into the area once; not checked at starts, as prepare() checked
+// the sizes), the block lists direct partners walk (and a barrier), the copy lists of every
+// step (each copy's pieces merged once into address order; 24 bytes per contiguous run, kept as
+// long as the call) and the leaders' persistent sends and receives (MPI_Send_init/Recv_init). Per START: pack the staged data; node barrier S1; the leaders start their
 // messages while every rank pushes, pulls and unpacks its on-node staged slots; the leaders
 // wait and flag failures; node barrier S2 unless one node stages everything; unpack what came
 // from other nodes. Barriers per start: 1 on one node with everything staged (two staging
@@ -44,7 +45,9 @@
 // copies (S2 keeps the partners' arrays in use until the copies are done; one buffer) or with
 // several nodes (S2 after the leaders' messages; two buffers), 0 on a node of one rank. The
 // path says so: "node_leader (persistent; on-node: staged; inter-node: 0 aggregated messages; 1
-// node barrier per start)".
+// node barrier per start)". On one node, where every block between two ranks is under 8 KiB,
+// the prepared form stages even arrays in shared memory: the second copy of a small block costs
+// less than the second barrier of a direct copy, so such calls keep to 1 barrier per start.
 // The areas: the node state keeps them and frees them with the communicator; a prepared call
 // holds one through a shared_ptr, so dropping it is local (it frees its persistent requests,
 // which is local too). A prepare lends the smallest area that no rank of the node holds any more
