@@ -20,6 +20,9 @@
 // --interleave: per layout and size, the algorithms one after another, so that two algorithms at
 // one size are timed within milliseconds of each other (a shared machine's speed drifts over tens
 // of seconds); by default each algorithm runs its whole size sweep in turn.
+// --calls blocking,persistent: each algorithm also in its prepared form (AlltoallwAlgorithm::prepare
+// once, outside the timing; one start per operation), named <algorithm>:persistent; for slab and
+// pencil, the Redistribution's persistent calls (one flag reduction per call included).
 // --paper: each benchmark is timed with the paper's method instead (3 inner x up to 50 outer,
 // barrier before each, MAX over ranks): the time is the fastest outer loop / 3, and the
 // counters carry median_s and fastest_s.
@@ -62,6 +65,7 @@ struct Options {
   std::string buffers = "private";
   bool paper = false;
   bool interleave = false;
+  std::vector<std::string> calls{"blocking"};  // blocking and/or persistent (prepared once, started per call)
   int iterations = 0;  // 0: Google Benchmark decides
   int warmup = 1;
   double paper_max_seconds = 10.0;
@@ -165,7 +169,7 @@ class Case {
 
 // The FFT's redistribution with `bytes` per peer (see the header comment).
 struct RedistributionCase {
-  RedistributionCase(const std::string& layout, std::int64_t bytes, const std::string& method) {
+  RedistributionCase(const std::string& layout, std::int64_t bytes, const std::string& method, tb::AlltoallwCalls calls) {
     int P = 1;
     TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &P));
     const std::int64_t elements = bytes / 16;
@@ -189,7 +193,7 @@ struct RedistributionCase {
       to = 1;
     }
     const tb::Pencil in(grid, shape, from);
-    plan = tb::make_redistribution(in, in.realigned(to), tb::ElementType::c64, method);
+    plan = tb::make_redistribution(in, in.realigned(to), tb::ElementType::c64, method, calls);
     input.resize(static_cast<std::size_t>(plan->input().local_size()) * 16, std::byte{1});
     output.resize(static_cast<std::size_t>(plan->output().local_size()) * 16);
     ranks = P;
@@ -205,19 +209,23 @@ struct RedistributionCase {
 };
 
 void run_benchmark(benchmark::State& state, const std::string& algorithm_name, const std::string& layout,
-                   std::int64_t bytes, const Options& opt) {
+                   std::int64_t bytes, bool persistent, const Options& opt) {
   try {
     std::unique_ptr<Case> c;
     std::unique_ptr<RedistributionCase> r;
     std::unique_ptr<tb::AlltoallwAlgorithm> algorithm;
+    std::unique_ptr<tb::PreparedAlltoallw> prepared;
     if (is_redistribution_layout(layout)) {
-      r = std::make_unique<RedistributionCase>(layout, bytes, algorithm_name);
+      r = std::make_unique<RedistributionCase>(
+          layout, bytes, algorithm_name, persistent ? tb::AlltoallwCalls::persistent : tb::AlltoallwCalls::blocking);
     } else {
       c = std::make_unique<Case>(MPI_COMM_WORLD, layout, bytes, opt.buffers == "shared");
       algorithm = tb::make_alltoallw(algorithm_name);
+      if (persistent) prepared = algorithm->prepare(c->args());  // once, outside the timing
     }
     auto op = [&] {
       if (r) r->run();
+      else if (prepared) prepared->start();
       else algorithm->run(c->args());
     };
     for (int i = 0; i < opt.warmup; ++i) op();  // warm: caches, windows, first touch
@@ -237,7 +245,7 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
       state.SetIterationTime(slowest);
     }
-    state.SetLabel(r ? r->plan->method() : algorithm->last_path());
+    state.SetLabel(r ? r->plan->method() : prepared ? prepared->last_path() : algorithm->last_path());
     state.counters["ranks"] = r ? r->ranks : c->ranks();
     state.counters["peers"] = r ? r->peers : c->ranks();
   } catch (const std::exception& e) {
@@ -272,6 +280,10 @@ void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_
   app.add_flag("--interleave", opt.interleave,
                "per layout and size, the algorithms one after another (paired comparisons milliseconds apart) "
                "instead of each algorithm's whole size sweep in turn");
+  tb::add_list_option(app, "--calls", opt.calls,
+                      "blocking (one call per operation) and/or persistent (each algorithm's prepared form, "
+                      "made once and started per operation; named <algorithm>:persistent)",
+                      "kind");
   app.add_flag("--paper", opt.paper, "time each case with the paper's method (3 inner x up to 50 outer, MAX over ranks)");
   app.add_option("--paper-max-seconds", opt.paper_max_seconds, "--paper: stop the outer loop after this long")
       ->capture_default_str()
@@ -316,6 +328,9 @@ Plan validate(const Options& opt) {
       plan.algorithms.push_back(a);
     }
   }
+  for (const auto& calls : opt.calls)
+    if (calls != "blocking" && calls != "persistent")
+      throw std::invalid_argument("--calls: '" + calls + "' is neither blocking nor persistent");
   if (plan.hi < 16 && std::all_of(opt.layouts.begin(), opt.layouts.end(), is_redistribution_layout))
     throw std::invalid_argument("-m " + opt.range + ": the slab and pencil layouts need at least 16 bytes per peer "
                                 "(one complex<double>); nothing would run");
@@ -357,14 +372,20 @@ void register_benchmarks(const Options& opt, const Plan& plan) {
   benchmark::AddCustomContext("buffers", opt.buffers);
   benchmark::AddCustomContext("timing", opt.paper ? "paper: 3 inner x up to 50 outer, fastest/3 (MAX over ranks)"
                                                   : "per call, MAX over ranks");
+  // A persistent run is named <algorithm>:persistent (local_remap has no Alltoallw to prepare).
   auto add = [&](const std::string& layout, const std::string& algorithm, std::int64_t bytes) {
     if (is_redistribution_layout(layout) && bytes < 16) return;  // one complex<double> per peer at least
     const std::string kind = is_redistribution_layout(layout) ? "redistribute/" : "alltoallw/";
-    auto* b = benchmark::RegisterBenchmark((kind + layout + "/" + algorithm + "/" + std::to_string(bytes)).c_str(),
-                                           run_benchmark, algorithm, layout, bytes, opt);
-    b->UseManualTime()->Unit(benchmark::kMicrosecond);
-    if (opt.paper) b->Iterations(1);
-    else if (opt.iterations > 0) b->Iterations(opt.iterations);
+    for (const auto& calls : opt.calls) {
+      const bool persistent = calls == "persistent";
+      if (persistent && algorithm == "local_remap") continue;
+      const std::string name = algorithm + (persistent ? ":persistent" : "");
+      auto* b = benchmark::RegisterBenchmark((kind + layout + "/" + name + "/" + std::to_string(bytes)).c_str(),
+                                             run_benchmark, algorithm, layout, bytes, persistent, opt);
+      b->UseManualTime()->Unit(benchmark::kMicrosecond);
+      if (opt.paper) b->Iterations(1);
+      else if (opt.iterations > 0) b->Iterations(opt.iterations);
+    }
   };
   for (const auto& layout : opt.layouts) {
     std::vector<std::string> methods = plan.algorithms;
