@@ -5,8 +5,8 @@
 // zero; see random_types.hpp), places them in buffers with random gaps, fills the send buffer
 // with random bytes and the receive buffer with a sentinel, and runs `native` and each other
 // algorithm on identical inputs. The WHOLE receive buffers must be byte-for-byte equal, gaps
-// included. Every algorithm also runs each case in its prepared (persistent) form, started twice:
-// first on other data, then on the case's. Every fourth case is MPI_IN_PLACE. All ranks derive every pair's types from the
+// included. Every algorithm also runs every odd case in its prepared (persistent) form, started
+// twice: first on other data, then on the case's. Every fourth case is MPI_IN_PLACE. All ranks derive every pair's types from the
 // seed, so no type description is communicated.
 //
 //   TB_CONFORMANCE_SEED=<n>   the seed (printed at the start and in every failure)
@@ -302,9 +302,12 @@ void run_cases(MPI_Comm comm, int cases) {
       EXPECT_TRUE(run(*native, c, comm, in_place) == reference)
           << "native MPI_Alltoallw differs from MPI_Sendrecv to self: TB_CONFORMANCE_SEED=" << seed << " case " << index;
     }
+    // Every odd case (the in-place ones among them) also in the prepared form.
     for (auto& algorithm : others)
       for (const bool persistent : {false, true})
-        if (!check_case(*algorithm, c, comm, in_place, shared.get(), persistent, reference, seed, index, counts)) return;
+        if ((!persistent || index % 2 == 1) &&
+            !check_case(*algorithm, c, comm, in_place, shared.get(), persistent, reference, seed, index, counts))
+          return;
   }
   // Shared buffers must make node_leader push and pull directly between on-node peers
   // whenever a node holds two ranks of this communicator (decided together: no rank may skip the sum).
