@@ -55,6 +55,12 @@ class Decisions(unittest.TestCase):
         self.assertEqual(bands[0]["alternatives"], ["pairwise"])
         self.assertEqual(bands[1]["sizes"], [4, 8])
 
+    def test_a_tolerance_keeps_the_previous_winner_through_near_ties(self):
+        by_size = {1: {"a": 1.0, "b": 2.0}, 2: {"a": 1.05, "b": 1.0}, 4: {"a": 1.0, "b": 2.0}, 8: {"a": 2.0, "b": 1.0}}
+        self.assertEqual(tune.winners(by_size), ["a", "b", "a", "b"])
+        self.assertEqual(tune.winners(by_size, 0.1), ["a", "a", "a", "b"])
+        self.assertEqual([b["bytes_per_peer"] for b in tune.bands(by_size, 0.1)], [[0, 4], [5, None]])
+
     def test_one_winner_is_one_unbounded_band(self):
         bands = tune.bands({1: {"a": 1.0, "b": 2.0}, 2: {"a": 1.0, "b": 2.0}})
         self.assertEqual([(b["bytes_per_peer"], b["algorithm"]) for b in bands], [([0, None], "a")])

@@ -21,7 +21,8 @@ bytes per peer (below that every peer's data is one block, which is the contiguo
 Decision rule: per (node layout, layout class, size) the algorithm with the fastest median over
 --repetitions (each of at least --min-time seconds, tb-bench --interleave so the algorithms at one
 size are timed seconds apart); adjacent sizes with the same winner merge into one band, the first
-from 0 bytes, the last unbounded. Each entry lists the others fastest first ("alternatives": auto
+from 0 bytes, the last unbounded. --tolerance T keeps the previous size's winner while its median
+is within a fraction T of the fastest, so that near-ties on a noisy machine do not split bands. Each entry lists the others fastest first ("alternatives": auto
 runs the first one its build has).
 
 MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians, with
@@ -164,31 +165,45 @@ def usable(layout, size):
     return b is None or size >= 2 * b
 
 
-def bands(by_size):
+def winners(by_size, tolerance=0.0):
+    """The winner per size (ascending): the fastest median, except that the previous size's winner
+    stays while its median is within `tolerance` (a fraction) of the fastest: near-ties on a noisy
+    machine then do not split a band."""
+    out = []
+    for s in sorted(by_size):
+        times = by_size[s]
+        best = min(times, key=times.get)
+        if out and out[-1] in times and times[out[-1]] <= (1 + tolerance) * times[best]:
+            best = out[-1]
+        out.append(best)
+    return out
+
+
+def bands(by_size, tolerance=0.0):
     """by_size: {size: {algorithm: median s}} -> entries' bands: [{"bytes_per_peer": [lo, hi|None],
     "algorithm", "alternatives", "sizes", "median_s"}], adjacent sizes with one winner merged."""
     sizes = sorted(by_size)
-    winners = [min(by_size[s], key=by_size[s].get) for s in sizes]
+    winners_ = winners(by_size, tolerance)
     out, start = [], 0
     for i, size in enumerate(sizes):
-        if i + 1 < len(sizes) and winners[i + 1] == winners[i]:
+        if i + 1 < len(sizes) and winners_[i + 1] == winners_[i]:
             continue
         covered = sizes[start:i + 1]
         totals = {}
         for s in covered:
             for a, t in by_size[s].items():
                 totals[a] = totals.get(a, 0.0) + t
-        others = sorted((a for a in totals if a != winners[i]), key=totals.get)
+        others = sorted((a for a in totals if a != winners_[i]), key=totals.get)
         low = 0 if not out else out[-1]["bytes_per_peer"][1] + 1
         high = size if i + 1 < len(sizes) else None
-        out.append({"bytes_per_peer": [low, high], "algorithm": winners[i], "alternatives": others,
+        out.append({"bytes_per_peer": [low, high], "algorithm": winners_[i], "alternatives": others,
                     "sizes": covered,
                     "median_s": {a: [by_size[s].get(a) for s in covered] for a in sorted(totals)}})
         start = i + 1
     return out
 
 
-def table_entries(measured):
+def table_entries(measured, tolerance=0.0):
     """measured: {(node layout key tuple, layout): {(algorithm, size): s}} -> the table's entries."""
     entries = []
     for (key, layout), times in sorted(measured.items()):
@@ -199,7 +214,7 @@ def table_entries(measured):
         if not by_size:
             continue
         ranks, nodes, per_node = key
-        for band in bands(by_size):
+        for band in bands(by_size, tolerance):
             entries.append({"node_layout": {"ranks": ranks, "nodes": nodes, "ranks_per_node": per_node},
                             "layout_class": class_name(layout), **band})
     return entries
@@ -311,8 +326,9 @@ def metadata(options, context, runs, algorithms, argv):
             "command": " ".join(shlex.quote(a) for a in ["experiments/tune.py"] + list(argv)),
             "build": options.build, "ranks": options.ranks, "nodes": options.nodes, "sizes": options.sizes,
             "layouts": options.layouts, "algorithms": algorithms, "min_time_s": options.min_time,
-            "repetitions": options.repetitions,
-            "rule": "per (node layout, layout class, size) the fastest median; adjacent sizes with one winner merged",
+            "repetitions": options.repetitions, "tolerance": options.tolerance,
+            "rule": "per (node layout, layout class, size) the fastest median (the previous size's winner kept "
+                    "within the tolerance); adjacent sizes with one winner merged",
             "runs": runs}
 
 
@@ -342,6 +358,9 @@ def parse(argv):
     parser.add_argument("--algorithms", help="comma-separated (default: every registered one but auto)")
     parser.add_argument("--min-time", type=float, default=0.01, help="seconds per repetition (Google Benchmark)")
     parser.add_argument("--repetitions", type=int, default=3, help="repetitions; the median decides")
+    parser.add_argument("--tolerance", type=float, default=0.0,
+                        help="keep the previous size's winner while within this fraction of the fastest "
+                             "(e.g. 0.1; default 0: the fastest median at every size)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one tb-bench run may take")
     parser.add_argument("-o", "--out", default=os.path.join(ROOT, "results", "tuning", "alltoallw-tuning.json"))
     parser.add_argument("--mpich-json", help="the MPICH selection JSON (default: beside --out, mpich-selection.json; "
@@ -351,8 +370,8 @@ def parse(argv):
     parser.add_argument("--uniform", action="store_true",
                         help="MPICH tree: size splits among all algorithms (calls where every rank sends the same)")
     options = parser.parse_args(argv)
-    if options.ranks < 1 or options.repetitions < 1 or not options.min_time > 0:
-        parser.error("--ranks and --repetitions must be at least 1, --min-time above 0")
+    if options.ranks < 1 or options.repetitions < 1 or not options.min_time > 0 or not options.tolerance >= 0:
+        parser.error("--ranks and --repetitions must be at least 1, --min-time above 0, --tolerance at least 0")
     try:
         options.nodes = [int(k) for k in options.nodes.split(",")]
         options.layouts = options.layouts.split(",")
@@ -418,7 +437,7 @@ def main(argv=None):
         if "auto" in algorithms:
             raise ValueError("--algorithms: auto cannot be measured for its own table")
         measured, context, runs = measure(options, algorithms)
-        entries = table_entries(measured)
+        entries = table_entries(measured, options.tolerance)
         meta = metadata(options, context, runs, algorithms, argv)
         if options.mpich_json != "none":
             generic = options.generic or next((p for p in GENERIC_JSON if os.path.isfile(p)), None)
