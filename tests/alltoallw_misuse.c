@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
   const char* c = getenv("TB_CHECKED");
   checked = c != NULL && strcmp(c, "1") == 0;
   const char* a = getenv("TB_ALLTOALLW");
-  native = a == NULL || *a == '\0' || strcmp(a, "native") == 0;
+  /* auto runs native on calls this small (its built-in rule), so it gives native's answers. */
+  native = a == NULL || *a == '\0' || strcmp(a, "native") == 0 || strcmp(a, "auto") == 0;
   const int last = size - 1;
 
   correct_call("the first call");
