@@ -1165,11 +1165,12 @@ std::int64_t NodeLeaderAlltoallw::Prepared::largest_on_node_block(const Call& ca
 // rank packs start N into buffer N%2 after S1 of start N-1, which every peer reached only once
 // done reading start N-2's from it). One node with direct copies: S2 as well, after them (the
 // partners' arrays are in use until then), which also frees the one buffer. Several nodes: S2
-// after the leaders' messages, before the data from other nodes is unpacked; two buffers.
+// after the leaders' messages, before the data from other nodes is unpacked; two buffers. A
+// node of one rank: its barriers are no-ops and no one else reads its area, so one buffer.
 void NodeLeaderAlltoallw::Prepared::lay_out_area(const Call& call) {
   const bool one_node = call.nodes == 1;
   two_barriers_ = !one_node || call.any_direct;
-  buffers_ = one_node && call.any_direct ? 1 : 2;
+  buffers_ = (one_node && call.any_direct) || call.ranks_on_node == 1 ? 1 : 2;
   buffer_bytes_ = align_up(call.staging_total);
   const std::int64_t flags = 2 * kAlign * call.ranks_on_node;
   area_ = state_.lend_area(flags + buffers_ * buffer_bytes_);
