@@ -8,7 +8,8 @@
 // (experiments/tune.py writes it; format in collectives/tuning_table.hpp; errors name the file).
 // Without a table, or for a node layout the table lacks, the built-in rule decides and the path
 // says so ("auto (built-in rule) -> native"):
-//   one rank, or more than one node:    native
+//   one rank:                           pairwise (a local copy; Open MPI's coll/self misplaces it)
+//   more than one node:                 native
 //   one node, >= 1 MiB per peer:        node_leader
 //   one node, below:                    native
 // Its source: docs/results/2026-11-30-node-leader-sizes.md (MPICH and Open MPI, 2 ranks):
