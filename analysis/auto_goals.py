@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""The goals of `auto` and of the persistent (prepared) forms, from tb-bench runs made with
+`--algorithms all --calls blocking,persistent --interleave` (experiments/auto_goals.sh). Every
+ratio compares points measured in the same run, milliseconds apart.
+
+    analysis/auto_goals.py RUN.json [RUN.json ...]
+
+Per run (one MPI library, one node layout) and per point (layout, bytes per peer):
+  auto / fastest     auto's blocking time over the fastest blocking algorithm but auto
+  auto / native      auto's blocking time over native's
+  persistent / blocking, per algorithm
+  node_leader:persistent / native at 1 B - 4 KiB per peer
+and the summary the goals are stated in: the share of points where auto is within 1.10x of the
+fastest, its worst ratio, its worst ratio to native, and the algorithms whose persistent form is
+slower than their blocking one somewhere. Standard library only.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from alltoallw_sizes import load  # noqa: E402
+
+SUFFIX = ":persistent"
+
+
+def point_ratios(times):
+    """Per point: auto / fastest other blocking algorithm, auto / native, and each algorithm's
+    persistent / blocking; points without auto or native give no auto ratios."""
+    rows = []
+    for (layout, size), by_algorithm in sorted(times.items()):
+        blocking = {a: t for a, t in by_algorithm.items() if not a.endswith(SUFFIX)}
+        others = [t for a, t in blocking.items() if a != "auto"]
+        row = {"layout": layout, "bytes": size, "persistent": {}}
+        if "auto" in blocking and others:
+            row["auto_fastest"] = blocking["auto"] / min(others)
+        if "auto" in blocking and "native" in blocking:
+            row["auto_native"] = blocking["auto"] / blocking["native"]
+        for algorithm, t in by_algorithm.items():
+            base = algorithm[:-len(SUFFIX)] if algorithm.endswith(SUFFIX) else None
+            if base in blocking:
+                row["persistent"][base] = t / blocking[base]
+        if "node_leader" + SUFFIX in by_algorithm and "native" in blocking and size <= 4096:
+            row["leader_persistent_native"] = by_algorithm["node_leader" + SUFFIX] / blocking["native"]
+        rows.append(row)
+    return rows
+
+
+def summary(rows):
+    """The goal figures over the rows of one run."""
+    auto = [r["auto_fastest"] for r in rows if "auto_fastest" in r]
+    to_native = [r["auto_native"] for r in rows if "auto_native" in r]
+    leader = [r["leader_persistent_native"] for r in rows if "leader_persistent_native" in r]
+    slower = {}
+    for r in rows:
+        for algorithm, ratio in r["persistent"].items():
+            if ratio > 1.0:
+                slower.setdefault(algorithm, []).append((r["layout"], r["bytes"], ratio))
+    return {
+        "points": len(auto),
+        "auto_within_1.10": sum(1 for x in auto if x <= 1.10) / len(auto) if auto else None,
+        "auto_worst": max(auto) if auto else None,
+        "auto_native_worst": max(to_native) if to_native else None,
+        "auto_native_over_1.05": sum(1 for x in to_native if x > 1.05),
+        "leader_persistent_native_worst": max(leader) if leader else None,
+        "persistent_slower": slower,
+    }
+
+
+def fmt(x):
+    return "-" if x is None else "{:.2f}".format(x)
+
+
+def report(path):
+    title, _, times, paths = load(path)
+    rows = point_ratios(times)
+    s = summary(rows)
+    print("## {}\n\n{}\n".format(os.path.basename(path), title))
+    print("| layout | bytes/peer | auto/fastest | auto/native | node_leader persistent/native | persistent/blocking |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        per = ", ".join("{} {:.2f}".format(a, x) for a, x in sorted(r["persistent"].items()))
+        print("| {} | {} | {} | {} | {} | {} |".format(r["layout"], r["bytes"], fmt(r.get("auto_fastest")),
+                                                      fmt(r.get("auto_native")),
+                                                      fmt(r.get("leader_persistent_native")), per))
+    share = s["auto_within_1.10"]
+    print("\nauto within 1.10x of the fastest at {} of {} points ({}); worst {}; worst vs native {} "
+          "({} points above 1.05)".format(
+              "-" if share is None else round(share * s["points"]), s["points"],
+              "-" if share is None else "{:.0%}".format(share), fmt(s["auto_worst"]),
+              fmt(s["auto_native_worst"]), s["auto_native_over_1.05"]))
+    print("node_leader persistent / native at 1 B - 4 KiB: worst {}".format(fmt(s["leader_persistent_native_worst"])))
+    for algorithm, points in sorted(s["persistent_slower"].items()):
+        worst = max(points, key=lambda p: p[2])
+        print("{}: persistent slower than blocking at {} points (worst {:.2f} at {} {} B)".format(
+            algorithm, len(points), worst[2], worst[0], worst[1]))
+    print("auto's paths: {}\n".format(paths.get("auto", "-")))
+
+
+def main(argv=None):
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    for path in args:
+        report(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

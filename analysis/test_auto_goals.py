@@ -1,0 +1,39 @@
+"""Tests of analysis/auto_goals.py on hand-made points."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from auto_goals import point_ratios, summary  # noqa: E402
+
+
+class AutoGoals(unittest.TestCase):
+    def setUp(self):
+        self.times = {
+            ("contiguous", 1): {"native": 1.0, "pairwise": 2.0, "auto": 1.2, "native:persistent": 0.9,
+                                "node_leader": 3.0, "node_leader:persistent": 0.5},
+            ("contiguous", 1 << 20): {"native": 10.0, "node_leader": 4.0, "auto": 4.2,
+                                      "node_leader:persistent": 4.4},
+        }
+
+    def test_ratios_per_point(self):
+        small, large = point_ratios(self.times)
+        self.assertAlmostEqual(small["auto_fastest"], 1.2)          # fastest other: native 1.0
+        self.assertAlmostEqual(small["auto_native"], 1.2)
+        self.assertAlmostEqual(small["leader_persistent_native"], 0.5)
+        self.assertAlmostEqual(small["persistent"]["node_leader"], 0.5 / 3.0)
+        self.assertAlmostEqual(large["auto_fastest"], 4.2 / 4.0)
+        self.assertNotIn("leader_persistent_native", large)         # above 4 KiB
+
+    def test_summary_counts_what_the_goals_count(self):
+        s = summary(point_ratios(self.times))
+        self.assertEqual(s["points"], 2)
+        self.assertAlmostEqual(s["auto_within_1.10"], 0.5)          # 1.2 misses, 1.05 meets
+        self.assertAlmostEqual(s["auto_worst"], 1.2)
+        self.assertEqual(s["auto_native_over_1.05"], 1)
+        self.assertEqual([p[:2] for p in s["persistent_slower"]["node_leader"]], [("contiguous", 1 << 20)])
+        self.assertNotIn("native", s["persistent_slower"])
+
+
+if __name__ == "__main__":
+    unittest.main()

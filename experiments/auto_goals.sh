@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The goals of auto and of the persistent (prepared) forms in one campaign: per MPI library, a
+# tuning table for this machine (experiments/tune.py: 1 and 2 emulated nodes), then per node
+# layout (intra: one node; cliques: one rank per node) ONE tb-bench run of every algorithm, auto
+# with that table, blocking and persistent, interleaved per size; then the goal tables
+# (analysis/auto_goals.py). 2 ranks: this machine has 2 cores.
+#
+#   experiments/auto_goals.sh [-o DIR] [-m SIZES] [-q]
+#     -o  where the tables, runs and report go (default results/auto_goals)
+#     -m  bytes per peer, min:max (default 1:8M)
+#     -q  quick: 1 to 64 B per peer, short timing (a smoke run)
+# Needs build/mpich and build/openmpi (scripts/build.sh mpich openmpi builds what is missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=results/auto_goals
+sizes=1:8M
+min_time=0.005
+while getopts "o:m:q" opt; do
+  case $opt in
+    o) out=$OPTARG ;;
+    m) sizes=$OPTARG ;;
+    q) sizes=1:64; min_time=0.001 ;;
+    *) echo "usage: $0 [-o DIR] [-m SIZES] [-q]" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+for mpi in mpich openmpi; do
+  [ -x "build/$mpi/bin/tb-bench" ] || scripts/build.sh "$mpi"
+  echo "auto_goals: $mpi: tuning table" >&2
+  selection=none  # the patched MPICH's selection JSON, from the MPICH build's table
+  [ "$mpi" = mpich ] && selection=$out/mpich-selection.json
+  /usr/bin/python3 experiments/tune.py --build "build/$mpi" -m "$sizes" --min-time "$min_time" \
+    -o "$out/$mpi-tuning.json" --mpich-json "$selection"
+  for mode in intra cliques; do
+    echo "auto_goals: $mpi $mode: every algorithm, blocking and persistent" >&2
+    /usr/bin/python3 experiments/launch.py --mpi "$mpi" --mode "$mode" -n 2 \
+      --env "TB_TUNING_TABLE=$out/$mpi-tuning.json" --out "$out/$mpi-$mode.json" \
+      tb-bench --algorithms all --calls blocking,persistent --interleave -m "$sizes" \
+      --layouts contiguous,vector64 "--benchmark_min_time=$min_time"
+  done
+done
+/usr/bin/python3 analysis/auto_goals.py "$out"/{mpich,openmpi}-{intra,cliques}.json | tee "$out/report.md"
+echo "auto_goals: report $out/report.md" >&2
