@@ -87,10 +87,11 @@ class Redistribution {
 enum class AlltoallwCalls { persistent, blocking };
 
 // One MPI_Alltoallw of subarray datatypes (counts 1, displacements 0), built once per plan.
-// Persistent calls: the first forward (backward) call with a pair of arrays prepares the
-// algorithm's call for them (AlltoallwAlgorithm::prepare); later calls with the same pair start
-// it. Whether every rank passes the arrays it prepared with is agreed with one MPI_Allreduce of a
-// flag per call, since a rank that prepares anew while another starts would wait forever.
+// Persistent calls: a forward (backward) call with arrays other than the last call's runs
+// blocking; the second call in a row with the same pair prepares the algorithm's call for them
+// (AlltoallwAlgorithm::prepare) and starts it, and later ones start it. Whether every rank passes
+// the same arrays as last time is agreed with one MPI_Allreduce of a flag per call, since a rank
+// that prepares anew while another starts would wait forever.
 class SubarrayRedistribution final : public Redistribution {
  public:
   // algorithm: registry name; empty = default ($TB_ALLTOALLW, else native).
@@ -104,7 +105,7 @@ class SubarrayRedistribution final : public Redistribution {
   AlltoallwAlgorithm& algorithm() { return *algorithm_; }
 
  private:
-  // A prepared call and the arrays it was prepared for.
+  // The arrays of the last call, and the call prepared for them (from their second call).
   struct Prepared {
     const void* from = nullptr;
     void* to = nullptr;

@@ -94,20 +94,23 @@ void SubarrayRedistribution::do_backward(const void* out, void* in) {
            backward_);
 }
 
-// Starts the call prepared for these arrays, preparing it first unless every rank has it.
+// A call with new arrays runs blocking; from the second call in a row with the same arrays on
+// every rank, the call is prepared once and started (a plan used once pays no preparation).
 void SubarrayRedistribution::exchange(const AlltoallwArgs& args, Prepared& prepared) {
   if (calls_ == AlltoallwCalls::blocking) {
     algorithm_->run(args);
     return;
   }
-  int mine = prepared.call && prepared.from == args.sendbuf && prepared.to == args.recvbuf ? 1 : 0, all = 0;
+  int mine = prepared.from == args.sendbuf && prepared.to == args.recvbuf ? 1 : 0, all = 0;
   TB_MPI_CHECK(PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm()));
   if (all == 0) {
     prepared.call.reset();
-    prepared.call = algorithm_->prepare(args);
     prepared.from = args.sendbuf;
     prepared.to = args.recvbuf;
+    algorithm_->run(args);
+    return;
   }
+  if (!prepared.call) prepared.call = algorithm_->prepare(args);
   prepared.call->start();
 }
 
