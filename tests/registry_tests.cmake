@@ -11,6 +11,8 @@ if(NOT status EQUAL 0)
   return()
 endif()
 
+# A ';' in a summary would split a line into two list elements: make it a comma first.
+string(REPLACE ";" "," listing "${listing}")
 string(REGEX MATCHALL "[^\n]+" lines "${listing}")
 foreach(line IN LISTS lines)
   string(REGEX MATCH "^[^ ]+" algorithm "${line}")

@@ -18,7 +18,7 @@ const AlltoallwRegistration registration({
     .summary = "per call the measured fastest: TB_TUNING_TABLE (experiments/tune.py), else a built-in rule",
     .make = &make_algorithm<AutoAlltoallw>,
     .cost_schedule = "",
-    .not_modelled = "chooses another algorithm per call (tuning table or built-in rule); model that one",
+    .not_modelled = "chooses another algorithm per call (tuning table or built-in rule): model that one",
 });
 
 // The rule's threshold (docs/results/2026-11-30-node-leader-sizes.md): from 1 MiB per peer
