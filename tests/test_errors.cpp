@@ -173,9 +173,11 @@ const Misuse kMisuses[] = {
 // Without TB_CHECKED: the receiver of the bad block raises its class (native: the MPI library's
 // answer, not asserted), every other rank completes or raises the same class, nothing is written
 // past the receive block or past what arrived, and the next call is correct.
+// auto gives the answers of the algorithm it chooses, each of which has its own turn here (on
+// calls this small its built-in rule chooses native on more than one rank).
 TEST(Mismatch, ReceiverRaisesAndNothingPastTheLayoutIsWritten) {
   for (const auto& info : alltoallw_algorithms()) {
-    if (info.name == "native") continue;
+    if (info.name == "native" || info.name == "auto") continue;
     auto a = info.make();
     for (const Misuse& m : kMisuses) {
       Case c;
