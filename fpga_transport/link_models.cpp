@@ -129,10 +129,13 @@ void to_json(nlohmann::json& j, const PcieMpiPath& m) {
        {"host", m.host}};
   if (!m.pcie_transfer.empty()) j["pcie_transfer_seconds_by_bytes"] = m.pcie_transfer;
   if (!m.host_exchange.empty()) j["host_exchange_seconds_by_bytes"] = m.host_exchange;
+  j["fpgas_per_node"] = m.fpgas_per_node;
+  if (!m.node_contention.empty()) j["node_contention_seconds_by_bytes"] = m.node_contention;
 }
 void from_json(const nlohmann::json& j, PcieMpiPath& m) {
   check_keys(j, "", {"pcie_bandwidth_bytes_per_s", "pcie_latency_s", "host", "pcie_transfer_seconds_by_bytes",
-                     "host_exchange_seconds_by_bytes", "calibrate_from"});
+                     "host_exchange_seconds_by_bytes", "fpgas_per_node", "node_contention_seconds_by_bytes",
+                     "calibrate_from"});
   read_key(j, "", "pcie_bandwidth_bytes_per_s", m.pcie_bandwidth_bytes_per_s);
   read_key(j, "", "pcie_latency_s", m.pcie_latency_s);
   if (j.contains("host")) {
@@ -144,8 +147,14 @@ void from_json(const nlohmann::json& j, PcieMpiPath& m) {
   }
   if (j.contains("pcie_transfer_seconds_by_bytes")) j.at("pcie_transfer_seconds_by_bytes").get_to(m.pcie_transfer);
   if (j.contains("host_exchange_seconds_by_bytes")) j.at("host_exchange_seconds_by_bytes").get_to(m.host_exchange);
+  read_key(j, "", "fpgas_per_node", m.fpgas_per_node);
+  if (j.contains("node_contention_seconds_by_bytes")) j.at("node_contention_seconds_by_bytes").get_to(m.node_contention);
   if (m.pcie_bandwidth_bytes_per_s <= 0 || m.pcie_latency_s < 0)
     throw std::invalid_argument("PCIe+MPI path: pcie_bandwidth_bytes_per_s must be positive, pcie_latency_s >= 0");
+  if (m.fpgas_per_node < 1) throw std::invalid_argument("PCIe+MPI path: fpgas_per_node must be >= 1");
+  if (!m.node_contention.empty() && m.fpgas_per_node < 2)
+    throw std::invalid_argument("PCIe+MPI path: node_contention_seconds_by_bytes needs fpgas_per_node >= 2 (FPGAs that "
+                                "share a node)");
 }
 void to_json(nlohmann::json& j, const MemoryModel& m) {
   j = {{"copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s}, {"per_block_s", m.per_block_s},

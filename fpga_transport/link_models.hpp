@@ -11,7 +11,9 @@
 //                      t(L) = 2 pcie(L) + host(L)
 //                  with pcie(L) = pcie_latency + L / pcie_bandwidth and host(L) the Hockney host,
 //                  or, where given, measured curves for either (hpcc_reference.hpp derives them
-//                  from the publication's own b_eff runs).
+//                  from the publication's own b_eff runs). Where FPGAs share a node (its PCIe root
+//                  complex, host memory and NIC), a transfer made while another FPGA of the node
+//                  transfers too takes node_contention(L) longer (network.hpp applies it).
 // A Network (network.hpp) says which model its links use; NetworkSpec files are JSON with these
 // field names (fpga_transport/networks/*.json).
 #pragma once
@@ -69,10 +71,16 @@ struct PcieMpiPath {
   // MPI_Sendrecv moving L bytes each way. When present they replace the parameters above.
   MeasuredCurve pcie_transfer;
   MeasuredCurve host_exchange;
+  // FPGAs per node (ranks are numbered node by node), and the seconds one PCIe transfer takes
+  // longer when another FPGA of its node transfers at the same time (and the Sendrecv partner
+  // waits for the slower of the two). Empty: no such term.
+  int fpgas_per_node = 1;
+  MeasuredCurve node_contention;
   std::string calibration;  // where the curves came from, for describe()
   double pcie_time_s(double bytes) const {
     return pcie_transfer.empty() ? pcie_latency_s + bytes / pcie_bandwidth_bytes_per_s : pcie_transfer.time_s(bytes);
   }
+  double node_contention_s(double bytes) const { return node_contention.empty() ? 0.0 : node_contention.time_s(bytes); }
   double host_time_s(double bytes) const {
     return host_exchange.empty() ? host.message_time_s(bytes) : host_exchange.time_s(bytes);
   }
@@ -92,9 +100,11 @@ struct MemoryModel {
   std::vector<std::pair<double, double>> bandwidth_by_bytes;            // sorted by bytes
   std::vector<std::pair<double, double>> streaming_bandwidth_by_bytes;  // sorted by bytes
   double streaming_from_bytes = 4.0 * (1 << 20);                       // kStreamingCopyBytes
+  bool by_working_set = true;  // false: bandwidth at the copy's own size (tb-model --without working_set)
   double bandwidth_at(double bytes, bool streaming = false) const;
   double copy_time_s(double bytes, double blocks, double working_set_bytes = 0.0, bool streaming = false) const {
-    return bytes > 0 ? bytes / bandwidth_at(std::max(bytes, working_set_bytes), streaming) + blocks * per_block_s : 0.0;
+    const double lookup = by_working_set ? std::max(bytes, working_set_bytes) : bytes;
+    return bytes > 0 ? bytes / bandwidth_at(lookup, streaming) + blocks * per_block_s : 0.0;
   }
 };
 

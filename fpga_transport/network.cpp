@@ -108,16 +108,25 @@ void Network::read_pcie_mpi(const nlohmann::json& p) {
   p.get_to(pcie_);
   if (!p.contains("calibrate_from")) return;
   const auto& c = p.at("calibrate_from");
-  check_keys(c, "calibrate_from.", {"reference", "pcie_run", "cpu_run", "host_network_run"});
-  for (const char* key : {"reference", "pcie_run", "cpu_run", "host_network_run"})
+  check_keys(c, "calibrate_from.", {"reference", "pcie_run", "cpu_run", "host_network_run", "node_pcie_run", "node_cpu_run"});
+  auto text = [&](const char* key) {
     if (!c.contains(key) || !c.at(key).is_string())
       throw std::invalid_argument("network " + name_ + ": pcie_mpi.calibrate_from needs the string '" + key + "'");
-  const PcieMpiPath cal = calibrate_base_path(load_beff_reference(c.at("reference").get<std::string>()),
-                                              c.at("pcie_run").get<std::string>(), c.at("cpu_run").get<std::string>(),
-                                              c.at("host_network_run").get<std::string>());
+    return c.at(key).get<std::string>();
+  };
+  const BeffReference ref = load_beff_reference(text("reference"));
+  const PcieMpiPath cal = calibrate_base_path(ref, text("pcie_run"), text("cpu_run"), text("host_network_run"));
   pcie_.pcie_transfer = cal.pcie_transfer;
   pcie_.host_exchange = cal.host_exchange;
   pcie_.calibration = cal.calibration;
+  if (!c.contains("node_pcie_run") && !c.contains("node_cpu_run")) return;
+  const NodeContention node =
+      calibrate_node_contention(ref, text("node_pcie_run"), text("node_cpu_run"), text("pcie_run"), text("cpu_run"));
+  if (node.fpgas_per_node != pcie_.fpgas_per_node)
+    throw std::invalid_argument("network " + name_ + ": the node runs use " + std::to_string(node.fpgas_per_node) +
+                                " FPGAs of one node, but fpgas_per_node is " + std::to_string(pcie_.fpgas_per_node));
+  pcie_.node_contention = node.extra_per_transfer;
+  pcie_.calibration += "; " + node.calibration;
 }
 
 // The IEC channels between FPGAs for the topology (ring, torus or explicit links), merged per
@@ -223,6 +232,17 @@ double Network::message_time_s(int src, int dst, double bytes) const {
   return phase_time_s({{src, dst, bytes}});
 }
 
+// Per rank: whether another FPGA of its node (fpgas_per_node consecutive ranks) has PCIe traffic
+// in the same stage, given each rank's bytes in that stage.
+std::vector<bool> Network::shares_node(const std::vector<double>& bytes) const {
+  const int per_node = std::max(1, pcie_.fpgas_per_node);
+  std::vector<int> busy(static_cast<std::size_t>((ranks_ + per_node - 1) / per_node), 0);
+  for (int r = 0; r < ranks_; ++r) busy[static_cast<std::size_t>(r / per_node)] += bytes[r] > 0;
+  std::vector<bool> shared(bytes.size(), false);
+  for (int r = 0; r < ranks_; ++r) shared[r] = bytes[r] > 0 && busy[static_cast<std::size_t>(r / per_node)] > 1;
+  return shared;
+}
+
 double Network::phase_time_s(const std::vector<Message>& messages) const {
   switch (kind_) {
     case NetworkKind::iec: {
@@ -265,9 +285,13 @@ double Network::phase_time_s(const std::vector<Message>& messages) const {
         if (m.src == m.dst || m.bytes <= 0) continue;
         out[m.src] += m.bytes;
         in[m.dst] += m.bytes;
+      }
+      const auto shared_out = shares_node(out), shared_in = shares_node(in);
+      for (const Message& m : messages) {
+        if (m.src == m.dst || m.bytes <= 0) continue;
         sent[m.src] += 1;
-        pcie_out[m.src] += pcie_.pcie_time_s(m.bytes);
-        pcie_in[m.dst] += pcie_.pcie_time_s(m.bytes);
+        pcie_out[m.src] += pcie_.pcie_time_s(m.bytes) + (shared_out[m.src] ? pcie_.node_contention_s(m.bytes) : 0.0);
+        pcie_in[m.dst] += pcie_.pcie_time_s(m.bytes) + (shared_in[m.dst] ? pcie_.node_contention_s(m.bytes) : 0.0);
         if (!pcie_.host_exchange.empty()) {
           host_out[m.src] += pcie_.host_exchange.time_s(m.bytes);
           host_in[m.dst] += pcie_.host_exchange.time_s(m.bytes);
@@ -309,6 +333,9 @@ std::string Network::describe() const {
       else
         s << "; host Sendrecv measured: " << pcie_.host_time_s(1) * 1e6 << " us at 1 B, " << pcie_.host_time_s(1 << 20) * 1e6
           << " us at 1 MiB";
+      if (!pcie_.node_contention.empty())
+        s << "; node contention (" << pcie_.fpgas_per_node << " FPGAs per node): +" << pcie_.node_contention_s(1) * 1e6
+          << " us per transfer at 1 B, +" << pcie_.node_contention_s(1 << 20) * 1e6 << " us at 1 MiB";
       if (!pcie_.calibration.empty()) s << " [" << pcie_.calibration << "]";
       break;
     case NetworkKind::host:

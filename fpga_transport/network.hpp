@@ -17,6 +17,9 @@
 //             larger of its sent and received bytes: T = max_rank (n_sent alpha + max(out, in) beta).
 //   pcie_mpi  three stages one after the other (the base path does not overlap them): PCIe out on
 //             every FPGA, the host network as for `host`, PCIe in; each stage takes its slowest rank.
+//             Node contention: with fpgas_per_node > 1 (ranks numbered node by node), each transfer
+//             of a rank whose node has another FPGA transferring in the same stage takes
+//             node_contention(L) longer (link_models.hpp, hpcc_reference.hpp).
 // Messages from a rank to itself are local copies, costed by the schedule, never by the network.
 #pragma once
 
@@ -64,6 +67,9 @@ class Network {
   const IecLink& iec() const { return iec_; }
   const PcieMpiPath& pcie_mpi() const { return pcie_; }
   const Hockney& host() const { return host_; }
+  // Switches for comparisons (tb-model --without): the same network without one of its terms.
+  void drop_node_contention() { pcie_.node_contention = {}; }
+  void drop_library() { has_library_ = false; }
   // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 
@@ -75,6 +81,7 @@ class Network {
   void read_pcie_mpi(const nlohmann::json& pcie_mpi);
   void wire_iec_links(const nlohmann::json& spec);
   void build_routes();
+  std::vector<bool> shares_node(const std::vector<double>& bytes) const;
   IecLink link_model(int u, int v) const;  // the IEC model of the link u -> v (its channel count)
 
   std::string name_;
