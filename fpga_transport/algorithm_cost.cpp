@@ -226,4 +226,13 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
   return c;
 }
 
+double fixed_overhead_s(const std::string& algorithm, double measured_at_one_byte_s, int ranks, const Network& network,
+                        const MemoryModel& memory, const ScheduleOptions& options) {
+  if (network.kind() != NetworkKind::host) return 0.0;
+  CommPattern one_byte(ranks);
+  for (int a = 0; a < ranks; ++a)
+    for (int b = 0; b < ranks; ++b) one_byte.at(a, b) = {1, 1, 1};
+  return std::max(0.0, measured_at_one_byte_s - cost(schedule(algorithm, one_byte, options), network, memory).total_s());
+}
+
 }  // namespace tb::fpga

@@ -85,4 +85,10 @@ struct Cost {
 // MPI_Pack), else on `memory` too.
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory);
 
+// The fixed software cost per call of `algorithm` (tb-model --overheads): its time measured at 1 B
+// per peer (tb-bench, contiguous) minus the model's cost of that call on `ranks` ranks, never below
+// 0. Host networks only (the measurement is of this host): 0 on every other kind.
+double fixed_overhead_s(const std::string& algorithm, double measured_at_one_byte_s, int ranks, const Network& network,
+                        const MemoryModel& memory, const ScheduleOptions& options);
+
 }  // namespace tb::fpga

@@ -6,10 +6,12 @@
 //
 //   tb-model --shape 256,256,256 --grid 4 --from-axis 2 --to-axis 0 --type c64
 //   tb-model --pattern calls.jsonl --call 0
+//   tb-model --beff --without node_contention    (a term switched off for comparison; --list-terms)
 #include "collectives/pack.hpp"
 #include "collectives/settings.hpp"
 #include "fpga_transport/algorithm_cost.hpp"
 #include "fpga_transport/beff.hpp"
+#include "fpga_transport/model_terms.hpp"
 #include "fpga_transport/network.hpp"
 #include "fpga_transport/pattern.hpp"
 #include "microbench/checks.hpp"
@@ -89,7 +91,8 @@ struct Options {
   bool beff = false;
   double pack_below = 4096;
   std::string buffers = "private";
-  bool list_algorithms = false, list_settings = false;
+  std::vector<std::string> without;
+  bool list_algorithms = false, list_settings = false, list_terms = false;
 };
 
 const std::string& network_dir() {
@@ -131,6 +134,11 @@ void add_options(CLI::App& app, Options& o) {
                  "tb-bench JSON at 1 B per peer (contiguous): each algorithm's measured time there minus the "
                  "model's is added to every call as its fixed software overhead (host networks only)");
   app.add_flag("--beff", o.beff, "also print the model b_eff of each network at the pattern's rank count");
+  tb::add_list_option(app, "--without", o.without,
+                      "model terms to switch off, for a comparison: node_contention, library_engine, streaming_stores, "
+                      "working_set (--list-terms says what each adds)",
+                      "term");
+  app.add_flag("--list-terms", o.list_terms, "print the switchable model terms with their sources and exit");
   app.add_flag("--list-algorithms", o.list_algorithms, "print every algorithm with its schedule (or why it has none) and exit");
   app.add_flag("--list-settings", o.list_settings, tb::kListSettingsHelp);
 }
@@ -139,6 +147,22 @@ void list_algorithms() {
   for (const auto& m : tb::fpga::algorithms_to_cost())
     std::printf("%-20s %s\n", m.name.c_str(),
                 m.schedule.empty() ? ("not modelled: " + m.not_modelled).c_str() : ("schedule " + m.schedule).c_str());
+}
+
+void list_terms() {
+  for (const auto& t : tb::fpga::switchable_terms())
+    std::printf("%-18s %s\n%-18s   source: %s\n", t.name.c_str(), t.adds.c_str(), "", t.source.c_str());
+}
+
+// --without's names, checked against the switchable terms before any work.
+void check_terms(const std::vector<std::string>& without) {
+  const auto& known = tb::fpga::switchable_terms();
+  for (const auto& name : without)
+    if (std::none_of(known.begin(), known.end(), [&](const auto& t) { return t.name == name; })) {
+      std::string list;
+      for (const auto& t : known) list += (list.empty() ? "" : ", ") + t.name;
+      throw std::invalid_argument("--without " + name + ": not a switchable model term (known: " + list + ")");
+    }
 }
 
 // The algorithms --algorithm names, in the registry's order (all when none is named).
@@ -237,6 +261,7 @@ void print_header(const Options& o, const tb::fpga::CommPattern& pattern, const 
     std::printf(", streaming stores %.2f GB/s from %.0f MiB", memory.streaming_bandwidth_by_bytes.back().second / 1e9,
                 memory.streaming_from_bytes / (1 << 20));
   std::printf(" (%s)\n", memory_source.c_str());
+  if (!o.without.empty()) std::printf("  terms switched off: %s\n", tb::join(o.without, ", ").c_str());
   for (const auto& n : nets)
     std::printf("  network %s; node_leader: %d rank(s) per node\n", n.describe().c_str(),
                 o.ranks_per_node > 0 ? o.ranks_per_node : n.ranks_per_node());
@@ -254,13 +279,9 @@ void print_costs(const Options& o, const tb::fpga::CommPattern& pattern, const t
   tb::fpga::ScheduleOptions so;
   so.pack_below_bytes = o.pack_below;
   so.node_shared_buffers = o.buffers == "shared";
-  tb::fpga::CommPattern one_byte(ranks);
-  for (int a = 0; a < ranks; ++a)
-    for (int b = 0; b < ranks; ++b) one_byte.at(a, b) = {1, 1, 1};
   auto overhead = [&](const std::string& a, const tb::fpga::Network& net, const tb::fpga::ScheduleOptions& options) {
     const auto it = measured_1b.find(a);
-    if (it == measured_1b.end() || net.kind() != tb::fpga::NetworkKind::host) return 0.0;
-    return std::max(0.0, it->second - tb::fpga::cost(tb::fpga::schedule(a, one_byte, options), net, memory).total_s());
+    return it == measured_1b.end() ? 0.0 : tb::fpga::fixed_overhead_s(a, it->second, ranks, net, memory, options);
   };
   if (!measured_1b.empty()) {
     std::printf("  fixed overhead per call (host networks; tb-bench at 1 B per peer minus the model):");
@@ -294,12 +315,19 @@ void print_costs(const Options& o, const tb::fpga::CommPattern& pattern, const t
   std::printf("\n");
 }
 
+// Each network's model b_eff; where a network has the node contention term, also without it.
 void print_beff(const std::vector<tb::fpga::Network>& nets, int ranks) {
   std::printf("\n  model b_eff (HPCC FPGA rules) at %d ranks:\n", ranks);
   for (const auto& n : nets) {
     const auto r = tb::fpga::model_beff(n);
-    std::printf("    %-20s b_eff %.3f GB/s per rank, b(1 MiB) %.3f GB/s per rank\n", n.name().c_str(),
+    std::printf("    %-20s b_eff %.3f GB/s per rank, b(1 MiB) %.3f GB/s per rank", n.name().c_str(),
                 r.per_rank_bytes_per_s() / 1e9, r.points.back().bandwidth_bytes_per_s / ranks / 1e9);
+    if (n.kind() == tb::fpga::NetworkKind::pcie_mpi && !n.pcie_mpi().node_contention.empty()) {
+      tb::fpga::Network alone = n;
+      alone.drop_node_contention();
+      std::printf("; without node_contention %.3f GB/s", tb::fpga::model_beff(alone).per_rank_bytes_per_s() / 1e9);
+    }
+    std::printf("\n");
   }
 }
 
@@ -327,6 +355,11 @@ int run(Options& o) {
     list_algorithms();
     return 0;
   }
+  if (o.list_terms) {
+    list_terms();
+    return 0;
+  }
+  check_terms(o.without);
   tb::check_writable("--csv", o.csv);
   tb::check_writable("--save-memory", o.save_memory);
   const tb::fpga::CommPattern pattern = chosen_pattern(o);
@@ -338,7 +371,8 @@ int run(Options& o) {
   std::vector<tb::fpga::Network> nets;
   for (const auto& f : o.networks) nets.push_back(tb::fpga::Network::from_file(f, ranks));
   const auto measured_1b = measured_at_one_byte(o.overheads_file);
-  const auto [memory, memory_source] = memory_model(o);
+  auto [memory, memory_source] = memory_model(o);  // saved (--save-memory) before any term is switched off
+  for (const auto& term : o.without) tb::fpga::switch_off(term, nets, memory);
 
   print_header(o, pattern, memory, memory_source, nets);
   std::ofstream out;

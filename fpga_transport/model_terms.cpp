@@ -1,0 +1,37 @@
+#include "fpga_transport/model_terms.hpp"
+
+#include <stdexcept>
+
+namespace tb::fpga {
+
+const std::vector<ModelTerm>& switchable_terms() {
+  static const std::vector<ModelTerm> terms{
+      {"node_contention", "PCIe+MPI: extra seconds per PCIe transfer while another FPGA of the node transfers",
+       "HPCC FPGA b_eff runs on both FPGAs of one node minus the single-FPGA runs (reference/hpcc_fpga_520n_beff.json)"},
+      {"library_engine", "host: the MPI library's packing at the MPI_Pack bandwidth",
+       "tb-beff --fit-out (networks/host_calibrated.json, key 'library')"},
+      {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
+       "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
+      {"working_set", "local work: copy bandwidth at the bytes a rank touches in the whole call",
+       "tb-model's memory measurement (--save-memory, key 'bandwidth_by_bytes')"},
+  };
+  return terms;
+}
+
+void switch_off(const std::string& term, std::vector<Network>& networks, MemoryModel& memory) {
+  if (term == "node_contention") {
+    for (Network& n : networks) n.drop_node_contention();
+  } else if (term == "library_engine") {
+    for (Network& n : networks) n.drop_library();
+  } else if (term == "streaming_stores") {
+    memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
+  } else if (term == "working_set") {
+    memory.by_working_set = false;
+  } else {
+    std::string known;
+    for (const ModelTerm& t : switchable_terms()) known += (known.empty() ? "" : ", ") + t.name;
+    throw std::invalid_argument("no switchable model term '" + term + "' (known: " + known + ")");
+  }
+}
+
+}  // namespace tb::fpga

@@ -1,0 +1,37 @@
+// The terms of the cost model that can be switched off for a comparison (tb-model --without), by
+// name: what each adds to a prediction and where its figures come from. docs/cost-model.md lists
+// every term of the model, these and the fixed ones, with its source and its test.
+//
+//   node_contention   PCIe+MPI: the extra time of a PCIe transfer while another FPGA of the node
+//                     transfers too (hpcc_reference.hpp)
+//   library_engine    host: the MPI library's own packing on the MPI_Pack bandwidth measured by
+//                     tb-beff, instead of the testbed's memory model
+//   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
+//                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
+//   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the
+//                     whole call (a piece of a large array streams from memory), instead of at
+//                     the copy's own size
+#pragma once
+
+#include "fpga_transport/link_models.hpp"
+#include "fpga_transport/network.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tb::fpga {
+
+struct ModelTerm {
+  std::string name;
+  std::string adds;    // what the term adds to a prediction
+  std::string source;  // where its figures come from
+};
+
+// The switchable terms, in the order above.
+const std::vector<ModelTerm>& switchable_terms();
+
+// Switches `term` off in every network and in the memory model. Throws std::invalid_argument for
+// an unknown name, listing the known ones.
+void switch_off(const std::string& term, std::vector<Network>& networks, MemoryModel& memory);
+
+}  // namespace tb::fpga

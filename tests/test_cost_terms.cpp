@@ -1,0 +1,318 @@
+// One test per term of tb-model's cost model, each on a case small enough to compute by hand (the
+// comment above each test gives the computation). docs/cost-model.md lists every term with its
+// source and names its test here (or in test_fpga_models.cpp where one already pins it).
+#include "fpga_transport/algorithm_cost.hpp"
+#include "fpga_transport/beff.hpp"
+#include "fpga_transport/hpcc_reference.hpp"
+#include "fpga_transport/link_models.hpp"
+#include "fpga_transport/model_terms.hpp"
+#include "fpga_transport/network.hpp"
+#include "fpga_transport/pattern.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tb::fpga {
+namespace {
+
+const std::string kReference = TB_SOURCE_DIR "/fpga_transport/reference/hpcc_fpga_520n_beff.json";
+
+// A host network: alpha 1 us per message, 1 ns per byte (1 GB/s).
+Network host_network(int ranks) {
+  return Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 1e-6}, {"beta_s_per_byte", 1e-9}}}}, ranks);
+}
+
+// A PCIe+MPI network from figures: PCIe 8 GB/s + 10 us per transfer, host 2 us + 10 GB/s, and
+// optionally 2 FPGAs per node with a flat 5 us node contention per transfer.
+Network pcie_network(int ranks, bool two_per_node) {
+  nlohmann::json p = {{"pcie_bandwidth_bytes_per_s", 8e9},
+                      {"pcie_latency_s", 10e-6},
+                      {"host", {{"alpha_s", 2e-6}, {"bandwidth_bytes_per_s", 1e10}}}};
+  if (two_per_node) {
+    p["fpgas_per_node"] = 2;
+    p["node_contention_seconds_by_bytes"] = {{1, 5e-6}};
+  }
+  return Network::from_json({{"kind", "pcie_mpi"}, {"pcie_mpi", p}}, ranks);
+}
+
+// Two ranks: rank 0 sends 100 B in 4 blocks to rank 1 (received contiguous), rank 1 sends 100 B
+// contiguous to rank 0; each keeps 50 B for itself.
+CommPattern two_rank_pattern() {
+  CommPattern p(2);
+  p.at(0, 1) = {100, 4, 1};
+  p.at(1, 0) = {100, 1, 1};
+  p.at(0, 0) = {50, 1, 1};
+  p.at(1, 1) = {50, 1, 1};
+  return p;
+}
+
+MemoryModel plain_memory(double bandwidth, double per_block) {
+  MemoryModel m;
+  m.copy_bandwidth_bytes_per_s = bandwidth;
+  m.per_block_s = per_block;
+  return m;
+}
+
+// IEC link, one channel (32 B chunks): 100 B and 128 B are 4 chunks = 4 / 156.25 MHz = 25.6 ns,
+// + 520 ns = 545.6 ns; 129 B is 5 chunks, 552.0 ns.
+TEST(CostTerms, IecMessageIsWholeChunksPlusLatency) {
+  IecLink link;
+  link.channels_per_link = 1;
+  EXPECT_NEAR(link.message_time_s(100), 545.6e-9, 1e-15);
+  EXPECT_NEAR(link.message_time_s(128), 545.6e-9, 1e-15);
+  EXPECT_NEAR(link.message_time_s(129), 552.0e-9, 1e-15);
+}
+
+// Channels per link from the topology, 4 channels per FPGA: a ring link bundles 2 (64 B chunks),
+// a torus link 1 (32 B). 6400 B: ring 100 chunks = 640 ns, torus 200 chunks = 1280 ns, + 520 ns.
+TEST(CostTerms, IecChannelsPerLinkByTopology) {
+  const nlohmann::json ring = {{"kind", "iec"}, {"topology", "ring"}, {"channels_per_fpga", 4}};
+  const nlohmann::json torus = {{"kind", "iec"}, {"topology", "torus"}, {"torus_dims", {3, 3}}, {"channels_per_fpga", 4}};
+  EXPECT_NEAR(Network::from_json(ring, 4).message_time_s(0, 1, 6400), 1160e-9, 1e-15);
+  EXPECT_NEAR(Network::from_json(torus, 9).message_time_s(0, 1, 6400), 1800e-9, 1e-15);
+}
+
+// Routing and link sharing on a ring of 4 (64 B chunks): 0 -> 2 goes 0, 1, 2 (2 hops) and shares
+// the directed link 0 -> 1 with 0 -> 1: 100 + 100 chunks = 1280 ns, + 2 hops x 520 ns = 2320 ns.
+// The opposite direction is a separate resource: 0 -> 1 with 1 -> 0 costs one message, 1160 ns.
+TEST(CostTerms, IecRoutedMessagesShareDirectedLinks) {
+  const Network ring = Network::from_json({{"kind", "iec"}, {"topology", "ring"}, {"channels_per_fpga", 4}}, 4);
+  EXPECT_EQ(ring.route(0, 2), (std::vector<int>{0, 1, 2}));
+  EXPECT_NEAR(ring.phase_time_s({{0, 1, 6400}, {0, 2, 6400}}), 2320e-9, 1e-15);
+  EXPECT_NEAR(ring.phase_time_s({{0, 1, 6400}, {1, 0, 6400}}), 1160e-9, 1e-15);
+}
+
+// Host network, 3 ranks: 0 -> 1 1000 B, 0 -> 2 1000 B, 1 -> 0 500 B. Rank 0: 2 messages x 1 us +
+// max(2000 out, 500 in) x 1 ns = 4 us; rank 1: 1 us + max(500, 1000) ns = 2 us; rank 2: 1 us.
+// The phase takes the slowest rank: 4 us.
+TEST(CostTerms, HostPhaseIsTheSlowestRanksMessagesAndBytes) {
+  EXPECT_NEAR(host_network(3).phase_time_s({{0, 1, 1000}, {0, 2, 1000}, {1, 0, 500}}), 4e-6, 1e-15);
+}
+
+// PCIe+MPI from figures, three stages one after the other. One 8000 B message: PCIe 10 + 1 us,
+// host 2 + 0.8 us, PCIe 11 us: 24.8 us. Rank 0 sending 8000 B to 1 and to 2: PCIe out 22 us (rank 0),
+// host 2 x 2 us + 16000 B / 10 GB/s = 5.6 us, PCIe in 11 us (ranks 1 and 2 each): 38.6 us.
+TEST(CostTerms, PcieMpiIsPcieOutHostPcieIn) {
+  const Network net = pcie_network(3, false);
+  EXPECT_NEAR(net.message_time_s(0, 1, 8000), 24.8e-6, 1e-12);
+  EXPECT_NEAR(net.phase_time_s({{0, 1, 8000}, {0, 2, 8000}}), 38.6e-6, 1e-12);
+}
+
+// Measured curves, linear between points: PCIe {128 B: 30 us, 1024 B: 50 us}, host Sendrecv
+// {128 B: 5 us, 1024 B: 9 us}. At 576 B (half way): PCIe 40 us, host 7 us: 2 x 40 + 7 = 87 us.
+// Below 128 B the curves are flat (HPCC FPGA moves at least its 128 B validation buffer).
+TEST(CostTerms, PcieMpiMeasuredCurves) {
+  const nlohmann::json p = {{"pcie_transfer_seconds_by_bytes", {{128, 30e-6}, {1024, 50e-6}}},
+                            {"host_exchange_seconds_by_bytes", {{128, 5e-6}, {1024, 9e-6}}}};
+  const Network net = Network::from_json({{"kind", "pcie_mpi"}, {"pcie_mpi", p}}, 2);
+  EXPECT_NEAR(net.message_time_s(0, 1, 576), 87e-6, 1e-12);
+  EXPECT_NEAR(net.message_time_s(0, 1, 1), 2 * 30e-6 + 5e-6, 1e-12);
+}
+
+// The curves from the publication's runs, at 1 MiB (loop length 256, two rounds per loop):
+// PCIe = (PCIE 1 FPGA - CPU 1 rank) / 2 = (0.343970 - 0.0730763) s / 512 / 2 = 264.545 us;
+// host = CPU 26 ranks = 0.145454 s / 512 = 284.090 us.
+TEST(CostTerms, PcieMpiCalibratedFromTheSingleFpgaAndCpuRuns) {
+  const PcieMpiPath p = calibrate_base_path(load_beff_reference(kReference), "pcie_1fpga", "cpu_1rank", "cpu_26ranks");
+  EXPECT_NEAR(p.pcie_time_s(1 << 20), (0.343970 - 0.0730763) / 512 / 2, 1e-12);
+  EXPECT_NEAR(p.host_time_s(1 << 20), 0.145454 / 512, 1e-12);
+}
+
+// Node contention, 2 FPGAs per node (ranks 0,1 node 0; 2,3 node 1), 5 us per transfer. 0 -> 2
+// alone: no other FPGA of either node busy, 24.8 us as above. 0 -> 2 with 1 -> 3: both FPGAs of
+// node 0 read and both of node 1 write: (11 + 5) + 2.8 + (11 + 5) = 34.8 us. 0 -> 2 with 2 -> 0:
+// one reader and one writer per node, in different stages: 24.8 us.
+TEST(CostTerms, NodeContentionWhenAnotherFpgaOfTheNodeTransfers) {
+  const Network net = pcie_network(4, true);
+  EXPECT_NEAR(net.phase_time_s({{0, 2, 8000}}), 24.8e-6, 1e-12);
+  EXPECT_NEAR(net.phase_time_s({{0, 2, 8000}, {1, 3, 8000}}), 34.8e-6, 1e-12);
+  EXPECT_NEAR(net.phase_time_s({{0, 2, 8000}, {2, 0, 8000}}), 24.8e-6, 1e-12);
+  EXPECT_NEAR(pcie_network(4, false).phase_time_s({{0, 2, 8000}, {1, 3, 8000}}), 24.8e-6, 1e-12);
+}
+
+// The term from the publication's runs, at 1 MiB: ((PCIE node - CPU node) - (PCIE 1 - CPU 1)) / 2 =
+// ((0.521787 - 0.180534) - (0.343970 - 0.0730763)) s / 512 / 2 = 68.710 us per transfer. At 1 KiB
+// the difference is negative (-1.418 us: noise between runs), so the term is 0 there.
+TEST(CostTerms, NodeContentionFromTheRunsOnBothFpgasOfOneNode) {
+  const NodeContention n = calibrate_node_contention(load_beff_reference(kReference), "pcie_2fpga_1node",
+                                                     "cpu_2ranks_1node", "pcie_1fpga", "cpu_1rank");
+  EXPECT_EQ(n.fpgas_per_node, 2);
+  EXPECT_NEAR(n.extra_per_transfer.time_s(1 << 20), ((0.521787 - 0.180534) - (0.343970 - 0.0730763)) / 1024, 1e-12);
+  EXPECT_DOUBLE_EQ(n.extra_per_transfer.time_s(1024), 0.0);
+}
+
+// The switch: without node_contention the same phase costs 24.8 us again.
+TEST(CostTerms, NodeContentionSwitchesOff) {
+  std::vector<Network> nets{pcie_network(4, true)};
+  MemoryModel memory;
+  switch_off("node_contention", nets, memory);
+  EXPECT_NEAR(nets[0].phase_time_s({{0, 2, 8000}, {1, 3, 8000}}), 24.8e-6, 1e-12);
+  EXPECT_THROW(switch_off("no_such_term", nets, memory), std::invalid_argument);
+}
+
+// b_eff on the PCIe+MPI path serves the two neighbours one after the other: at L = 1 B (one size,
+// loop length 65536) an exchange is 2 rounds of 2 PCIe (10 us + 1 B / 8 GB/s) + host (2 us +
+// 1 B / 10 GB/s) = 2 x 22.00035 us = 44.0007 us, so b(1) per rank = 2 x 1 B / 44.0007 us.
+// On IEC both neighbours at once: L = 64 B is one chunk on each of two links, 526.4 ns per
+// exchange, b(64) per rank = 2 x 64 B / 526.4 ns.
+TEST(CostTerms, BeffExchangeOnPcieInTwoRoundsOnIecAtOnce) {
+  BeffRules one_size;
+  one_size.max_exponent = 0;
+  EXPECT_NEAR(model_beff(pcie_network(4, false), one_size).per_rank_bytes_per_s(), 2.0 / 44.0007e-6, 1e-3);
+  BeffRules sizes_to_64;
+  sizes_to_64.max_exponent = 6;
+  const Network ring = Network::from_json({{"kind", "iec"}, {"topology", "ring"}, {"channels_per_fpga", 4}}, 4);
+  const BeffResult r = model_beff(ring, sizes_to_64);
+  EXPECT_NEAR(r.points.back().bandwidth_bytes_per_s / 4, 2.0 * 64 / 526.4e-9, 1.0);
+}
+
+// Local work: 1000 B in 10 blocks at 1 GB/s and 10 ns per block = 1 us + 0.1 us.
+TEST(CostTerms, LocalCopyIsBytesOverBandwidthPlusBlocks) {
+  EXPECT_NEAR(plain_memory(1e9, 10e-9).copy_time_s(1000, 10), 1.1e-6, 1e-15);
+}
+
+// Working set: bandwidth 4 GB/s at 1 KB, 1 GB/s at 1 MB. 1000 B copied by a rank that touches
+// 1 MB in the call: 1000 B / 1 GB/s = 1 us; with the term off, at the copy's own size: 0.25 us.
+TEST(CostTerms, WorkingSetPicksTheBandwidth) {
+  MemoryModel m = plain_memory(1e9, 0.0);
+  m.bandwidth_by_bytes = {{1e3, 4e9}, {1e6, 1e9}};
+  EXPECT_NEAR(m.copy_time_s(1000, 0, 1e6), 1e-6, 1e-15);
+  std::vector<Network> none;
+  switch_off("working_set", none, m);
+  EXPECT_NEAR(m.copy_time_s(1000, 0, 1e6), 0.25e-6, 1e-15);
+}
+
+// Streaming stores: a rank's testbed copies of 4 MiB or more in a phase at the streaming bandwidth
+// (20 GB/s here) instead of the plain 10 GB/s: 8 MiB in 0.419 ms instead of 0.839 ms; with the term
+// off, the plain bandwidth.
+TEST(CostTerms, StreamingStoresForLargeTestbedCopies) {
+  MemoryModel m = plain_memory(10e9, 0.0);
+  m.streaming_bandwidth_by_bytes = {{1, 20e9}};
+  const Network host = host_network(1);
+  const Phase large{"large", {}, {8 << 20}, {1}, {0}, {0}, true};
+  EXPECT_NEAR(cost({large}, host, m).local_s, (8 << 20) / 20e9, 1e-15);
+  std::vector<Network> none;
+  switch_off("streaming_stores", none, m);
+  EXPECT_NEAR(cost({large}, host, m).local_s, (8 << 20) / 10e9, 1e-15);
+}
+
+// The library's packing (native, pairwise) on the network's MPI_Pack model (2 GB/s here) instead of
+// the memory model (10 GB/s): 2 MB packed by the library = 1 ms; with the term off, 0.2 ms.
+TEST(CostTerms, LibraryEngineForTheLibrarysPacking) {
+  const nlohmann::json spec = {{"kind", "host"},
+                               {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}}},
+                               {"library", {{"copy_bandwidth_bytes_per_s", 2e9}, {"per_block_s", 0.0}}}};
+  std::vector<Network> nets{Network::from_json(spec, 1)};
+  MemoryModel m = plain_memory(10e9, 0.0);
+  const Phase packed{"library", {}, {0}, {0}, {2e6}, {1}, true};
+  EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 1e-3, 1e-15);
+  switch_off("library_engine", nets, m);
+  EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 0.2e-3, 1e-15);
+}
+
+// Phases add (nothing overlaps) and each phase costs its messages plus its slowest rank's local
+// work. pack_alltoallv on two_rank_pattern(), host network, memory 1 GB/s, no block cost: pack
+// 150 B (rank 0: 50 self + 100) = 150 ns; messages: each rank one of 100 B = 1 us + 100 ns;
+// unpack 150 B = 150 ns. Total 1.4 us in 3 phases, 2 messages.
+TEST(CostTerms, PhasesAddEachAtItsSlowestRank) {
+  const Cost c = cost(schedule("pack_alltoallv", two_rank_pattern(), {}), host_network(2), plain_memory(1e9, 0.0));
+  EXPECT_NEAR(c.local_s, 300e-9, 1e-15);
+  EXPECT_NEAR(c.communication_s, 1.1e-6, 1e-15);
+  EXPECT_NEAR(c.total_s(), 1.4e-6, 1e-15);
+  EXPECT_EQ(c.phases, 3);
+  EXPECT_EQ(c.messages, 2);
+}
+
+// native: one phase, both messages; the library packs rank 0's 4-block send (100 B, 4 blocks);
+// the self parts are copies (50 B each) the library makes, so never streaming stores.
+TEST(CostTerms, NativeScheduleOnePhaseLibraryPacks) {
+  const auto p = schedule("native", two_rank_pattern(), {});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].messages.size(), 2u);
+  EXPECT_EQ(p[0].library_bytes, (std::vector<double>{100, 0}));
+  EXPECT_EQ(p[0].library_blocks, (std::vector<double>{4, 0}));
+  EXPECT_EQ(p[0].local_bytes, (std::vector<double>{50, 50}));
+  EXPECT_FALSE(p[0].testbed_copies);
+}
+
+// pairwise: the self copies in a phase of their own, then P - 1 = 1 step with both messages.
+TEST(CostTerms, PairwiseScheduleSelfCopyThenSteps) {
+  const auto p = schedule("pairwise", two_rank_pattern(), {});
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].local_bytes, (std::vector<double>{50, 50}));
+  EXPECT_TRUE(p[0].messages.empty());
+  EXPECT_EQ(p[1].messages.size(), 2u);
+  EXPECT_EQ(p[1].library_bytes, (std::vector<double>{100, 0}));
+}
+
+// pack_alltoallv and local_remap: pack everything (rank 0: 150 B in 1 + 4 blocks; rank 1: 150 B in
+// 2), contiguous messages, unpack everything (150 B in 2 blocks each).
+TEST(CostTerms, PackExchangeUnpackSchedule) {
+  for (const char* name : {"pack_alltoallv", "local_remap"}) {
+    const auto p = schedule(name, two_rank_pattern(), {});
+    ASSERT_EQ(p.size(), 3u) << name;
+    EXPECT_EQ(p[0].local_bytes, (std::vector<double>{150, 150})) << name;
+    EXPECT_EQ(p[0].local_blocks, (std::vector<double>{5, 2})) << name;
+    EXPECT_EQ(p[1].messages.size(), 2u) << name;
+    EXPECT_EQ(p[2].local_blocks, (std::vector<double>{2, 2})) << name;
+  }
+}
+
+// node_leader. One rank per node: every byte to the other rank is staged (packed 100 B, unpacked
+// 100 B) and goes as one leader message per node pair. Both ranks on one node, private arrays:
+// rank 0 copies its self part and stages 100 B for rank 1, which unpacks it; no messages.
+// Node-shared arrays: rank 0 copies 150 B straight in, nothing to unpack.
+TEST(CostTerms, NodeLeaderScheduleStagedOrShared) {
+  ScheduleOptions o;
+  o.ranks_per_node = 1;
+  auto p = schedule("node_leader", two_rank_pattern(), o);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].local_bytes, (std::vector<double>{150, 150}));
+  EXPECT_EQ(p[1].messages.size(), 2u);
+  EXPECT_EQ(p[2].local_bytes, (std::vector<double>{100, 100}));
+  o.ranks_per_node = 2;
+  p = schedule("node_leader", two_rank_pattern(), o);
+  EXPECT_TRUE(p[1].messages.empty());
+  EXPECT_EQ(p[2].local_bytes, (std::vector<double>{100, 100}));
+  o.node_shared_buffers = true;
+  p = schedule("node_leader", two_rank_pattern(), o);
+  EXPECT_EQ(p[0].local_bytes, (std::vector<double>{150, 150}));
+  EXPECT_EQ(p[2].local_bytes, (std::vector<double>{0, 0}));
+}
+
+// ucx_zcopy: rank 0's blocks to rank 1 average 25 B, rank 1's 100 B. Under pack_below (4096) both
+// are packed (100 B each, beside the 50 B self copies) and sent as one message each; with
+// pack_below = 10 both go as min(send, receive blocks) = 1 zero-copy piece, and only the self
+// copies are local work.
+TEST(CostTerms, UcxZcopyScheduleByBlockSize) {
+  ScheduleOptions o;
+  auto p = schedule("ucx_zcopy", two_rank_pattern(), o);
+  EXPECT_EQ(p[0].local_bytes, (std::vector<double>{150, 150}));
+  EXPECT_EQ(p[0].local_blocks, (std::vector<double>{5, 2}));
+  EXPECT_EQ(p[1].messages.size(), 2u);
+  o.pack_below_bytes = 10;
+  p = schedule("ucx_zcopy", two_rank_pattern(), o);
+  EXPECT_EQ(p[0].local_bytes, (std::vector<double>{50, 50}));
+  EXPECT_EQ(p[1].messages.size(), 2u);
+}
+
+// Fixed overhead per call (host networks): measured 10 us at 1 B per peer; the model's native call
+// at 1 B per peer on 2 ranks costs 1 us + 1 ns (one message each) + 1 ns (self copy of 1 B at
+// 1 GB/s): 1.002 us, so the overhead is 8.998 us. Never negative; 0 on other network kinds.
+TEST(CostTerms, FixedOverheadIsMeasuredMinusModelAtOneByte) {
+  const MemoryModel m = plain_memory(1e9, 0.0);
+  EXPECT_NEAR(fixed_overhead_s("native", 10e-6, 2, host_network(2), m, {}), 8.998e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(fixed_overhead_s("native", 0.5e-6, 2, host_network(2), m, {}), 0.0);
+  EXPECT_DOUBLE_EQ(fixed_overhead_s("native", 10e-6, 2, pcie_network(2, false), m, {}), 0.0);
+}
+
+// Every switchable term has a name, what it adds and its source.
+TEST(CostTerms, SwitchableTermsAreDescribed) {
+  ASSERT_EQ(switchable_terms().size(), 4u);
+  for (const ModelTerm& t : switchable_terms()) {
+    EXPECT_FALSE(t.adds.empty()) << t.name;
+    EXPECT_FALSE(t.source.empty()) << t.name;
+  }
+}
+
+}  // namespace
+}  // namespace tb::fpga
