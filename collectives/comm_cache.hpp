@@ -59,7 +59,12 @@ class CommCache {
   static int on_finalize(MPI_Comm, int, void*, void*) {
     // Only where there is one: Open MPI fails (fatally, under MPI_ERRORS_ARE_FATAL) to delete an
     // attribute that was never set, e.g. a state cached on other communicators only.
+    // Not under SimGrid SMPI (TB_SMPI): it deletes MPI_COMM_SELF's attributes after it has ended
+    // MPI for the rank, so every MPI call there fails (MPI_ERR_OTHER) and the state on
+    // MPI_COMM_WORLD is left to the simulation's end, as states on other communicators are.
+#if !defined(TB_SMPI)
     if (key_ != MPI_KEYVAL_INVALID && find(MPI_COMM_WORLD) != nullptr) PMPI_Comm_delete_attr(MPI_COMM_WORLD, key_);
+#endif
     finalizing_ = true;
     return MPI_SUCCESS;
   }

@@ -4,7 +4,9 @@
 #include "collectives/settings.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace tb {
 namespace {
@@ -57,6 +59,33 @@ std::string mpich_node_emulation() {
   return text;
 }
 
+// The ranks of `comm` that share memory with this one. Under SimGrid SMPI (TB_SMPI), those on the
+// same simulated host, split by host name: SMPI 3.32's MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)
+// gives ranks of one host inconsistent communicators (with 2 ranks per host, rank 0 alone and
+// rank 1 with two ranks), which would leave node_leader's node collectives unmatched.
+MPI_Comm shared_memory_comm(MPI_Comm comm, int rank) {
+  MPI_Comm shared = MPI_COMM_NULL;
+#if defined(TB_SMPI)
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  TB_MPI_CHECK(PMPI_Get_processor_name(name, &len));
+  int size = 0;
+  TB_MPI_CHECK(PMPI_Comm_size(comm, &size));
+  std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  TB_MPI_CHECK(PMPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm));
+  int color = rank;  // the lowest rank on this host
+  for (int r = 0; r < rank; ++r)
+    if (std::strncmp(&names[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME], name, MPI_MAX_PROCESSOR_NAME) == 0) {
+      color = r;
+      break;
+    }
+  TB_MPI_CHECK(PMPI_Comm_split(comm, color, rank, &shared));
+#else
+  TB_MPI_CHECK(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared));
+#endif
+  return shared;
+}
+
 }  // namespace
 
 const NodeLayout& node_layout(MPI_Comm comm) {
@@ -75,8 +104,7 @@ const NodeLayout& node_layout(MPI_Comm comm) {
     layout->source = "shared memory (MPI_COMM_TYPE_SHARED" + mpich_node_emulation() + ")";
     std::string source;
     const int vnode = virtual_node(rank, size, source);
-    MPI_Comm shared = MPI_COMM_NULL;
-    TB_MPI_CHECK(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared));
+    MPI_Comm shared = shared_memory_comm(comm, rank);
     if (vnode >= 0) {
       layout->source = source + " within shared-memory nodes";
       const int rc = PMPI_Comm_split(shared, vnode, rank, &layout->node_comm);

@@ -27,7 +27,14 @@ NodeSharedBuffer::NodeSharedBuffer(MPI_Comm comm, std::size_t bytes) : size_(byt
   // Each segment stays on its owner's pages (NUMA-local first touch), not one contiguous block.
   PMPI_Info_set(info, "alloc_shared_noncontig", "true");
   void* base = nullptr;
-  const int rc = PMPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node.node_comm, &base, &win_);
+  auto request = static_cast<MPI_Aint>(bytes);
+#if defined(TB_SMPI)
+  // SimGrid SMPI 3.32's MPI_Win_allocate_shared allocates ONE block of rank 0's size x ranks and
+  // gives rank r the address block + r x (r's own size), so segments of different sizes would
+  // overlap: every rank asks for the largest. (Its MPI_Win_shared_query is not used: below.)
+  TB_MPI_CHECK(PMPI_Allreduce(MPI_IN_PLACE, &request, 1, MPI_AINT, MPI_MAX, node.node_comm));
+#endif
+  const int rc = PMPI_Win_allocate_shared(request, 1, info, node.node_comm, &base, &win_);
   PMPI_Info_free(&info);
   TB_MPI_CHECK(rc);
   data_ = static_cast<std::byte*>(base);
@@ -37,10 +44,16 @@ NodeSharedBuffer::NodeSharedBuffer(MPI_Comm comm, std::size_t bytes) : size_(byt
   std::vector<Entry> all(static_cast<std::size_t>(node.node_size));
   TB_MPI_CHECK(PMPI_Allgather(&mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, node.node_comm));
   for (int r = 0; r < node.node_size; ++r) {
+    void* local = nullptr;
+#if defined(TB_SMPI)
+    // SMPI answers the window's start for every rank; all simulated ranks share one address
+    // space, so a peer's segment is where the peer said it is.
+    local = reinterpret_cast<void*>(static_cast<std::intptr_t>(all[r].base));
+#else
     MPI_Aint size = 0;
     int unit = 0;
-    void* local = nullptr;
     TB_MPI_CHECK(PMPI_Win_shared_query(win_, r, &size, &unit, &local));
+#endif
     members_.push_back({static_cast<int>(all[r].pid), all[r].base, all[r].bytes, static_cast<const std::byte*>(local)});
   }
   std::lock_guard lock(g_mutex);

@@ -12,6 +12,9 @@
 #include <hwloc.h>
 #include <sched.h>
 #include <unistd.h>
+#if defined(TB_SMPI)
+#include <smpi/smpi_helpers_internal.h>  // smpi_usleep: a sleep in simulated time
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -33,9 +36,29 @@ const AlltoallwRegistration registration({
     .not_modelled = "",
 });
 
+#if !defined(TB_SMPI)
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#endif
+}
+#endif
+
+// One wait of a rank whose node peers have not yet reached the node barrier. Under SimGrid SMPI
+// (TB_SMPI) every simulated rank runs in one OS thread and another runs only when this one
+// enters the simulator, so the wait is a simulated sleep of 1 us (smpi_usleep), which lets the
+// others run and advances simulated time as the wait would; spinning or sched_yield would wait
+// forever. Elsewhere: spin a while, then give the core away.
+void wait_for_node_peers(int spin) {
+#if defined(TB_SMPI)
+  (void)spin;
+  smpi_usleep(1);
+#else
+  if (spin < 2000) {
+    cpu_relax();
+  } else {
+    sched_yield();
+  }
 #endif
 }
 
@@ -183,13 +206,7 @@ struct NodeState {
     std::atomic_ref<std::int64_t>(barrier_count(local_rank)).store(target, std::memory_order_release);
     for (int local = 0; local < ranks_on_node; ++local) {
       std::atomic_ref<std::int64_t> count(barrier_count(local));
-      for (int spin = 0; count.load(std::memory_order_acquire) < target; ++spin) {
-        if (spin < 2000) {
-          cpu_relax();
-        } else {
-          sched_yield();
-        }
-      }
+      for (int spin = 0; count.load(std::memory_order_acquire) < target; ++spin) wait_for_node_peers(spin);
     }
     sync_windows(data);
   }
@@ -324,6 +341,15 @@ void create_control(NodeState& state) {
                                           info, state.node_comm, &base, &state.control_window);
   PMPI_Info_free(&info);
   TB_MPI_CHECK(rc);
+#if defined(TB_SMPI)
+  // SimGrid SMPI 3.32's MPI_Win_shared_query answers the start of the whole window for every
+  // rank; each rank's own base is right, and all simulated ranks share one address space, so
+  // the ranks of the node tell each other their bases instead.
+  std::vector<std::int64_t> bases(static_cast<std::size_t>(state.ranks_on_node));
+  const std::int64_t my_base = reinterpret_cast<std::intptr_t>(base);
+  TB_MPI_CHECK(PMPI_Allgather(&my_base, 1, MPI_INT64_T, bases.data(), 1, MPI_INT64_T, state.node_comm));
+  for (std::int64_t record : bases) state.control.push_back(reinterpret_cast<std::int64_t*>(record));
+#else
   for (int local = 0; local < state.ranks_on_node; ++local) {
     MPI_Aint size = 0;
     int unit = 0;
@@ -331,6 +357,7 @@ void create_control(NodeState& state) {
     TB_MPI_CHECK(PMPI_Win_shared_query(state.control_window, local, &size, &unit, &record));
     state.control.push_back(static_cast<std::int64_t*>(record));
   }
+#endif
   std::memset(state.control[state.local_rank], 0, words * sizeof(std::int64_t));
   TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, state.control_window));
   TB_MPI_CHECK(PMPI_Barrier(state.node_comm));  // every record is zeroed before anyone counts barriers
