@@ -7,17 +7,22 @@
 #                                     takes minutes) and builds build/mpich-patched against it
 #   scripts/build.sh sanitize         build/sanitize: Debian's MPICH with AddressSanitizer and
 #                                     UndefinedBehaviorSanitizer, every error fatal (TB_SANITIZE)
-#   scripts/build.sh all              all four
+#   scripts/build.sh smpi             build/smpi: SimGrid SMPI (smpicc/smpicxx, smpirun), every rank
+#                                     simulated in one process: the collectives without UCX,
+#                                     redistribute, fft, tb-redistribute, tb-fft and the smpi tests
+#                                     (cmake/SmpiTests.cmake); what it leaves out, the configure
+#                                     output says
+#   scripts/build.sh all              all five
 # Exit status 3: the mpich-patched variant could not be built for a reason outside the project
 # (mpich/build.sh's: no Debian source package, download failed, no root for the cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(mpich openmpi)
-[ "${variants[*]}" != all ] || variants=(mpich openmpi mpich-patched sanitize)
+[ "${variants[*]}" != all ] || variants=(mpich openmpi mpich-patched sanitize smpi)
 jobs=$(nproc 2>/dev/null || echo 2)
 for v in "${variants[@]}"; do
-  case "$v" in mpich|openmpi|mpich-patched|sanitize) ;; *) echo "build: unknown MPI variant '$v' (mpich, openmpi, mpich-patched, sanitize or all)" >&2; exit 2;; esac
+  case "$v" in mpich|openmpi|mpich-patched|sanitize|smpi) ;; *) echo "build: unknown MPI variant '$v' (mpich, openmpi, mpich-patched, sanitize, smpi or all)" >&2; exit 2;; esac
 done
 for v in "${variants[@]}"; do
   extra=()
@@ -37,6 +42,7 @@ for v in "${variants[@]}"; do
   fi
   echo "== build/$v"
   cmake --preset "$v" "${extra[@]}" >"build-$v.configure.log" 2>&1 || { cat "build-$v.configure.log"; exit 1; }
+  grep -E "^-- smpi: " "build-$v.configure.log" || true  # what the smpi variant leaves out, and why
   grep -A8 "Testbed configuration" "build-$v.configure.log" || true
   rm -f "build-$v.configure.log"
   [ "$v" != mpich-patched ] || echo "$prefix" >"build/$v/tb-mpich-prefix"

@@ -17,6 +17,8 @@ packages=(
   # run.py's Slurm batch scripts under a real one-host Slurm (scripts/slurm-cluster.sh starts its
   # own munged, slurmctld and slurmd on their own socket and ports, beside any the package starts)
   slurm-wlm munge
+  # the smpi variant: SimGrid's SMPI (smpicc, smpicxx, smpirun; build/smpi)
+  libsimgrid-dev
   # command-line parsing, JSON, tests, benchmarks
   libcli11-dev nlohmann-json3-dev googletest libgtest-dev libbenchmark-dev
   # the mpich-patched variant: mpich/build.sh fetches Debian's MPICH source package (apt-get

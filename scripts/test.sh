@@ -2,12 +2,14 @@
 # The test job: installs what is missing, builds MPI variants, runs ctest on each (MPI tests at
 # 1-4 ranks; MPICH's own alltoallw tests in mpich-patched at 1-8) and prints each summary. Exits
 # non-zero if anything fails.
-#   scripts/test.sh                  all four variants (what CI runs): Debian's MPICH and Open MPI,
+#   scripts/test.sh                  all five variants (what CI runs): Debian's MPICH and Open MPI,
 #                                    mpich-patched, MPICH 4.0.2 built from source with
 #                                    mpich/patches (mpich/build.sh; cached outside the clone, keyed by
 #                                    what goes into it: a fresh machine builds it once, in minutes),
 #                                    and sanitize, Debian's MPICH with ASan and UBSan (MPI tests at
-#                                    1-3 ranks only; see sanitize_ctest below)
+#                                    1-3 ranks only; see sanitize_ctest below), and smpi, SimGrid
+#                                    SMPI: the algorithms, redistributions and FFT at 1-4 simulated
+#                                    ranks on a 2-host platform (cmake/SmpiTests.cmake)
 #   scripts/test.sh mpich openmpi    some of them
 # The mpich-patched variant is skipped, with the reason printed, only when mpich/build.sh fails
 # for a reason outside the project (exit status 3: no Debian source package, no network, no
@@ -17,7 +19,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 status=0
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(mpich openmpi mpich-patched sanitize)
+[ ${#variants[@]} -gt 0 ] || variants=(mpich openmpi mpich-patched sanitize smpi)
 # The sanitize variant's ctest: every test of the build except
 #  - MPI runs above 3 ranks (names ending in .np4 and up, tb_add_mpi_test's and the tool tests'
 #    alike): the 1-3 rank runs reach every code path (1 rank, 2 ranks, an odd count, 2+1 virtual
