@@ -116,7 +116,8 @@ class AlltoallwAlgorithm {
   }
 
   // Names the path this call takes; run() has set it to name() before exchange().
-  void set_path(std::string path) { path_ = std::move(path); }
+  void set_path(std::string&& path) { path_ = std::move(path); }
+  void set_path(const std::string& path) { path_ = path; }  // reuses path_'s storage: no allocation per call
 
  private:
   friend class PreparedAlltoallw;

@@ -18,6 +18,11 @@ const std::array kSettings{
                 "the algorithm a plan or the PMPI library runs when none is named", "plans, libtb_alltoallw"},
     SettingInfo{"TB_TUNING_TABLE", "path", "(none: built-in rule)",
                 "the tuning table (experiments/tune.py) from which auto chooses an algorithm per call", "auto"},
+    SettingInfo{"TB_AUTO_AGREEMENT", "each-call or assume-same", "each-call",
+                "each-call: the ranks agree on auto's choice where it depends on the call's class; assume-same: "
+                "the application asserts every rank's own class gives the same choice (no agreement; "
+                "TB_CHECKED=1 verifies it)",
+                "auto"},
     SettingInfo{"TB_ALGORITHM_PLUGINS", "paths, ':'-separated", "(none)",
                 "shared libraries of extra algorithms, loaded on the registry's first use", "registry"},
     SettingInfo{"TB_ALLTOALLW_VERBOSE", "0, 1 or 2", "0",
@@ -143,6 +148,9 @@ Settings read_environment() {
   Settings s;
   s.alltoallw = text_setting("TB_ALLTOALLW");
   s.tuning_table = text_setting("TB_TUNING_TABLE");
+  s.auto_agreement = choice_setting("TB_AUTO_AGREEMENT", AutoAgreement::each_call,
+                                    {{"each-call", AutoAgreement::each_call}, {"assume-same", AutoAgreement::assume_same}},
+                                    "each-call or assume-same");
   s.algorithm_plugins = path_list("TB_ALGORITHM_PLUGINS");
   s.alltoallw_verbose = integer_setting<int>("TB_ALLTOALLW_VERBOSE", 0, 0, 2, "0, 1 or 2");
   s.alltoallw_record = text_setting("TB_ALLTOALLW_RECORD");
@@ -204,7 +212,7 @@ void reload_settings() { current() = read_environment(); }
 void check_settings() {
   const Settings& s = settings();
   for (const std::string* error :
-       {&s.alltoallw.error(), &s.tuning_table.error(), &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(),
+       {&s.alltoallw.error(), &s.tuning_table.error(), &s.auto_agreement.error(), &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(),
         &s.checked.error(),         &s.ranks_per_node.error(), &s.num_nodes.error(), &s.node_order.error(), &s.node_leaders.error(),
         &s.node_leader_copy.error(), &s.streaming_stores.error(), &s.ucx_pack_below.error(),
         &s.ucx_timeout_s.error(), &s.conformance_seed.error(), &s.conformance_cases.error(),

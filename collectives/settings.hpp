@@ -55,6 +55,7 @@ class Setting {
 enum class NodeOrder { block, round_robin };
 enum class NodeLeaderCopy { automatic, staged };
 enum class StreamingStores { automatic, never, always };
+enum class AutoAgreement { each_call, assume_same };
 
 struct NodeLeaderRule {
   bool numa = false;  // the first rank bound inside each NUMA domain leads
@@ -64,6 +65,7 @@ struct NodeLeaderRule {
 struct Settings {
   Setting<std::string> alltoallw;                       // TB_ALLTOALLW ("" = native)
   Setting<std::string> tuning_table;                    // TB_TUNING_TABLE ("" = auto's built-in rule)
+  Setting<AutoAgreement> auto_agreement;                // TB_AUTO_AGREEMENT
   Setting<std::vector<std::string>> algorithm_plugins;  // TB_ALGORITHM_PLUGINS
   Setting<int> alltoallw_verbose;                       // TB_ALLTOALLW_VERBOSE
   Setting<std::string> alltoallw_record;                // TB_ALLTOALLW_RECORD ("" = off)

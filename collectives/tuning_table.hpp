@@ -55,6 +55,7 @@ struct CallClass {
   std::int64_t bytes_per_peer = 0;  // mean over peers, the larger of the send and receive side
   std::int64_t block_bytes = 0;     // mean bytes per contiguous block, the more fragmented side
   bool contiguous = true;           // every non-empty peer block is one piece on both sides
+  bool operator==(const CallClass&) const = default;
 };
 
 class TuningTable {

@@ -2,6 +2,7 @@
 
 #include "collectives/mpi_error.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <map>
 #include <stdexcept>
@@ -85,6 +86,12 @@ struct Contents {
     int ni = 0, na = 0, nt = 0;
     TB_MPI_CHECK(PMPI_Type_get_envelope(t, &ni, &na, &nt, &combiner));
     if (combiner == MPI_COMBINER_NAMED) return;
+#if defined(TB_SMPI)
+    // SimGrid SMPI 3.32 labels the contents of every struct type (its resized and subarray types
+    // are structs too) MPI_COMBINER_INDEXED, with the struct's arguments. A true indexed type
+    // has no addresses.
+    if (combiner == MPI_COMBINER_INDEXED && na > 0) combiner = MPI_COMBINER_STRUCT;
+#endif
     ints.resize(static_cast<std::size_t>(ni));
     addrs.resize(static_cast<std::size_t>(na));
     types.resize(static_cast<std::size_t>(nt));
@@ -275,9 +282,11 @@ std::shared_ptr<const TypeLayout> decode(MPI_Datatype t) {
 // --- the cache: an attribute on each derived datatype -------------------------------------------
 using CacheEntry = std::shared_ptr<const TypeLayout>;
 int g_keyval = MPI_KEYVAL_INVALID;
+std::atomic<std::uint64_t> g_dropped{0};
 
 int delete_entry(MPI_Datatype, int, void* value, void*) {
   delete static_cast<CacheEntry*>(value);
+  g_dropped.fetch_add(1, std::memory_order_relaxed);
   return MPI_SUCCESS;
 }
 
@@ -319,10 +328,13 @@ std::shared_ptr<const TypeLayout> type_layout(MPI_Datatype type) {
   if (rc != MPI_SUCCESS) {
     CacheEntry result = *entry;
     delete entry;
+    g_dropped.fetch_add(1, std::memory_order_relaxed);  // not cached: handle memos must not trust it
     return result;
   }
   return *entry;
 }
+
+std::uint64_t type_layouts_dropped() { return g_dropped.load(std::memory_order_relaxed); }
 
 std::vector<BasicRun> type_signature(MPI_Datatype type, std::int64_t count) {
   const auto layout = type_layout(type);

@@ -55,4 +55,9 @@ bool same_signature(MPI_Datatype a, std::int64_t count_a, MPI_Datatype b, std::i
 // How many times type_layout() decoded a type rather than hitting the cache (for tests).
 std::int64_t type_layout_decodings();
 
+// How many cached layouts have died with their types (or could not be cached) so far. A memo
+// keyed by datatype handles (auto's call classes) is valid while this is unchanged: MPI reuses
+// the handle of a freed type for the next one.
+std::uint64_t type_layouts_dropped();
+
 }  // namespace tb

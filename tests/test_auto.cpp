@@ -292,6 +292,83 @@ TEST(Auto, ThePreparedFormSaysWhatItChose) {
   std::remove(path.c_str());
 }
 
+// A repeated call reuses the class auto worked out for it, but only while its counts and types
+// are the same: counts changed in place, and a freed type whose handle a new type takes (MPI
+// reuses handles), are classified again. The table gives each of the three a different choice.
+TEST(Auto, RepeatedCallsAreClassifiedAgainWhenTheirCountsOrTypesChange) {
+  const std::string path = write_table("memo", entry("contiguous", "[0, 64]", "pairwise") + "," +
+                                                    entry("contiguous", "[65, null]", "pack_alltoallv") + "," +
+                                                    entry("block64", "[0, null]", "native"));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  const int size = test::world_size(), rank = test::world_rank();
+  constexpr int kInts = 16, kSpan = 4 * kInts;  // per peer: 16 ints as 8 two-int blocks, or 32 ints
+  std::vector<int> send(static_cast<std::size_t>(size) * kSpan), recv(send.size()), scounts(size, 1),
+      rcounts(size, kInts), sdispls(size), rdispls(size);
+  for (int p = 0; p < size; ++p) sdispls[p] = rdispls[p] = p * kSpan * static_cast<int>(sizeof(int));
+  for (std::size_t i = 0; i < send.size(); ++i) send[i] = rank * 100000 + static_cast<int>(i);
+  std::vector<MPI_Datatype> stypes(size), rtypes(size, MPI_INT);
+  const AlltoallwArgs args{send.data(), scounts.data(), sdispls.data(), stypes.data(), recv.data(),
+                           rcounts.data(), rdispls.data(), rtypes.data(), MPI_COMM_WORLD};
+  auto algorithm = make_alltoallw("auto");
+  const auto run = [&](AlltoallwAlgorithm& a) {
+    std::fill(recv.begin(), recv.end(), -1);
+    a.run(args);
+    return recv;
+  };
+  const auto expect_path = [&](const std::string& chosen) {
+    const std::vector<int> got = run(*algorithm);
+    EXPECT_EQ(got, run(*make_alltoallw("native"))) << chosen;
+    EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> " + chosen)) << algorithm->last_path();
+  };
+  MPI_Datatype type;
+  MPI_Type_vector(kInts / 2, 2, 4, MPI_INT, &type);
+  MPI_Type_commit(&type);
+  std::fill(stypes.begin(), stypes.end(), type);
+  expect_path("native");  // 8-byte blocks
+  expect_path("native");  // the same call again, from the memo
+  const MPI_Datatype freed = type;
+  MPI_Type_free(&type);
+  MPI_Type_contiguous(kInts, MPI_INT, &type);
+  MPI_Type_commit(&type);
+  std::fill(stypes.begin(), stypes.end(), type);
+  std::printf("# the contiguous type %s the freed vector type's handle\n", type == freed ? "reuses" : "does not reuse");
+  expect_path("pairwise");  // 64 contiguous bytes per peer
+  std::fill(scounts.begin(), scounts.end(), 2);
+  std::fill(rcounts.begin(), rcounts.end(), 2 * kInts);
+  expect_path("pack_alltoallv");  // the same arrays, counts changed in place: 128 bytes per peer
+  MPI_Type_free(&type);
+  std::remove(path.c_str());
+}
+
+// TB_AUTO_AGREEMENT=assume-same: no agreement, and the path says so where one would have run.
+// Under TB_CHECKED=1 a false assertion (rank 0's own class chooses pairwise, the others' choose
+// pack_alltoallv) is an error on every rank naming the setting, before any exchange; the
+// communicator stays usable.
+TEST(Auto, AssumeSameSkipsTheAgreementAndCheckedModeCatchesAFalseAssertion) {
+  const std::string path = write_table("assume", entry("contiguous", "[0, 64]", "pairwise") + "," +
+                                                      entry("contiguous", "[65, null]", "pack_alltoallv"));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  test::ScopedEnv assume("TB_AUTO_AGREEMENT", "assume-same");
+  const int size = test::world_size(), rank = test::world_rank();
+  Exchange uniform = uniform_exchange(4);
+  auto algorithm = make_alltoallw("auto");
+  EXPECT_EQ(uniform.run(*algorithm), uniform.native());
+  const std::string expect = size > 1 ? "auto (assume-same) -> pairwise" : "auto -> pairwise";
+  EXPECT_TRUE(starts_with(algorithm->last_path(), expect)) << algorithm->last_path();
+  if (size == 1) return;  // one rank has no one to disagree with
+  test::ScopedEnv checked("TB_CHECKED", "1");
+  const auto ints = [rank](int p) { return p == rank && rank != 0 ? 1000 : 1; };
+  Exchange unequal(ints, ints);
+  try {
+    algorithm->run(unequal.args());
+    ADD_FAILURE() << "a false TB_AUTO_AGREEMENT=assume-same was not caught under TB_CHECKED=1";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("TB_AUTO_AGREEMENT=assume-same"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(uniform.run(*algorithm), uniform.native());
+  std::remove(path.c_str());
+}
+
 // The classification itself, on this rank: sizes, blocks, contiguity.
 TEST(Auto, ClassifiesSizesAndBlocks) {
   const AlltoallwComm comm{test::world_size(), test::world_rank(), false};

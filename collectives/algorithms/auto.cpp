@@ -8,7 +8,10 @@
 #include "collectives/type_layout.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <stdexcept>
+#include <vector>
 
 namespace tb {
 namespace {
@@ -24,20 +27,6 @@ const AlltoallwRegistration registration({
 // The rule's threshold (docs/results/2026-11-30-node-leader-sizes.md): from 1 MiB per peer
 // node_leader beat native on one node on every measured layout and MPI.
 constexpr std::int64_t kNodeLeaderFrom = std::int64_t{1} << 20;
-
-// The node layout of a communicator as the table keys it, cached on it: the largest node's
-// ranks are agreed once (node sizes differ when ranks do not divide evenly).
-struct AutoLayout {
-  TuningNodeLayout key;
-};
-AutoLayout* create_layout(MPI_Comm comm) {
-  const NodeLayout& nodes = node_layout(comm);
-  int ranks = 0, largest = 0;
-  TB_MPI_CHECK(PMPI_Comm_size(comm, &ranks));
-  TB_MPI_CHECK(PMPI_Allreduce(&nodes.node_size, &largest, 1, MPI_INT, MPI_MAX, private_comm(comm)));
-  return new AutoLayout{TuningNodeLayout{ranks, nodes.nodes, largest}};
-}
-const TuningNodeLayout& layout_key(MPI_Comm comm) { return CommCache<AutoLayout>::get(comm, create_layout).key; }
 
 // One side of a call (send or receive): its bytes, its contiguous pieces, whether every
 // non-empty peer block is one piece.
@@ -129,37 +118,151 @@ std::string builtin_choice(const TuningNodeLayout& layout, const CallClass& call
   return "native";
 }
 
-AutoAlltoallw::Decision AutoAlltoallw::decide(const AlltoallwArgs& args, const AlltoallwComm& comm) {
-  // The table first: a bad one throws on every rank alike, before any communication.
-  const std::string& path = settings().tuning_table.get();
-  const auto table = path.empty() ? nullptr : tuning_table(path);
-  const TuningNodeLayout& layout = layout_key(args.comm);
-  std::string how = "built-in rule";
-  if (table) {
-    if (table->has(layout)) return from_table(*table, layout, args, comm);
-    how = "built-in rule: the table has no entry for " + describe(layout);
+// --- per communicator: its node layout, what the table says there, its recent classes ------------
+namespace {
+
+// A call's counts and types on this rank (send side, then receive side) and the class they gave.
+struct ClassMemo {
+  bool used = false, in_place = false;
+  std::uint64_t dropped = 0;  // type_layouts_dropped() when made: a freed type's handle may be reused
+  std::vector<int> counts;
+  std::vector<MPI_Datatype> types;
+  CallClass call;
+
+  bool matches(const AlltoallwArgs& a, const SendSide& send, int size, std::uint64_t dropped_now) const {
+    const auto n = static_cast<std::size_t>(size);
+    return used && dropped == dropped_now && in_place == (a.sendbuf == MPI_IN_PLACE) && counts.size() == 2 * n &&
+           std::equal(send.counts, send.counts + n, counts.begin()) &&
+           std::equal(a.recvcounts, a.recvcounts + n, counts.begin() + size) &&
+           std::equal(send.types, send.types + n, types.begin()) &&
+           std::equal(a.recvtypes, a.recvtypes + n, types.begin() + size);
   }
-  CallClass call = classify_call(args, comm);
-  if (comm.size > 1 && builtin_depends_on_class(layout)) call = agree(call, args.comm);
-  return Decision{builtin_choice(layout, call), how};
+  void remember(const AlltoallwArgs& a, const SendSide& send, int size, std::uint64_t dropped_now) {
+    used = true;
+    in_place = a.sendbuf == MPI_IN_PLACE;
+    dropped = dropped_now;
+    counts.assign(send.counts, send.counts + size);
+    counts.insert(counts.end(), a.recvcounts, a.recvcounts + size);
+    types.assign(send.types, send.types + size);
+    types.insert(types.end(), a.recvtypes, a.recvtypes + size);
+  }
+};
+
+// auto's state on a communicator: the node layout as the table keys it (the largest node's ranks
+// are agreed once: node sizes differ when ranks do not divide evenly), whether the current table
+// (or the rule) can choose differently between classes there, and the classes of recent calls.
+struct AutoState {
+  std::uint64_t serial = 0;  // unique per state, so that auto's recent decisions can name it
+  TuningNodeLayout layout;
+  bool facts_made = false;
+  const TuningTable* facts_table = nullptr;  // the table the next two were worked out for (nullptr: none)
+  bool has_layout = false;                   // the table has entries at this node layout
+  bool depends = false;                      // the choice can differ between classes: agree per call
+  std::array<ClassMemo, 4> memos;            // the redistribution and the FFT alternate a few signatures
+  std::size_t next_memo = 0;
+
+  void make_facts(const TuningTable* table);
+  const CallClass& classify(const AlltoallwArgs& args, const AlltoallwComm& comm);
+};
+
+AutoState* create_state(MPI_Comm comm) {
+  static std::uint64_t serials = 0;
+  const NodeLayout& nodes = node_layout(comm);
+  int ranks = 0, largest = 0;
+  TB_MPI_CHECK(PMPI_Comm_size(comm, &ranks));
+  TB_MPI_CHECK(PMPI_Allreduce(&nodes.node_size, &largest, 1, MPI_INT, MPI_MAX, private_comm(comm)));
+  auto state = new AutoState;
+  state->serial = ++serials;
+  state->layout = TuningNodeLayout{ranks, nodes.nodes, largest};
+  return state;
 }
 
-// The table's choice. Agreement only when the entries at this node layout name more than one
-// algorithm (as resolved in this build), or none this build has and the rule depends on the class.
-AutoAlltoallw::Decision AutoAlltoallw::from_table(const TuningTable& table, const TuningNodeLayout& layout,
-                                                  const AlltoallwArgs& args, const AlltoallwComm& comm) {
-  const auto entries = table.entries_at(layout);
+// The table's entries at this layout all resolve to one algorithm this build has: no agreement.
+// Entries none of whose algorithms this build has fall to the rule, which may depend on the class.
+void AutoState::make_facts(const TuningTable* table) {
+  facts_made = true;
+  facts_table = table;
+  has_layout = table != nullptr && table->has(layout);
+  if (!has_layout) {
+    depends = builtin_depends_on_class(layout);
+    return;
+  }
+  const auto entries = table->entries_at(layout);
   const std::string first = resolve(*entries.front());
   const bool uniform = std::all_of(entries.begin(), entries.end(), [&](const auto* e) { return resolve(*e) == first; });
-  // Entries none of whose algorithms this build has fall to the rule, which may depend on the class.
-  const bool depends = !uniform || (first.empty() && builtin_depends_on_class(layout));
-  CallClass call = classify_call(args, comm);
-  if (comm.size > 1 && depends) call = agree(call, args.comm);
-  const TuningEntry* entry = table.find(layout, call);
+  depends = !uniform || (first.empty() && builtin_depends_on_class(layout));
+}
+
+const CallClass& AutoState::classify(const AlltoallwArgs& args, const AlltoallwComm& comm) {
+  const SendSide send = send_side(args);
+  const std::uint64_t dropped = type_layouts_dropped();
+  for (const ClassMemo& m : memos)
+    if (m.matches(args, send, comm.size, dropped)) return m.call;
+  ClassMemo& m = memos[next_memo++ % memos.size()];
+  m.remember(args, send, comm.size, dropped);
+  m.call = classify_call(args, comm);
+  return m.call;
+}
+
+// The decision for an (agreed) class: the table's entry, else the built-in rule with its reason.
+AutoAlltoallw::Decision decide(const AutoState& state, const TuningTable* table, const CallClass& call) {
+  if (!table) return {builtin_choice(state.layout, call), "built-in rule"};
+  if (!state.has_layout)
+    return {builtin_choice(state.layout, call), "built-in rule: the table has no entry for " + describe(state.layout)};
+  const TuningEntry* entry = table->find(state.layout, call);
   const std::string chosen = resolve(*entry);
-  if (!chosen.empty()) return Decision{chosen, ""};
-  return Decision{builtin_choice(layout, call),
-                  "built-in rule: the table's " + entry->algorithms.front() + " is not in this build"};
+  if (!chosen.empty()) return {chosen, ""};
+  return {builtin_choice(state.layout, call),
+          "built-in rule: the table's " + entry->algorithms.front() + " is not in this build"};
+}
+
+// TB_AUTO_AGREEMENT=assume-same under TB_CHECKED=1: every rank's own choice must be the same.
+// One allreduce of the choice's place in the registry; every rank throws alike when they differ.
+void verify_same_choice(const std::string& mine, MPI_Comm comm) {
+  const auto algorithms = alltoallw_algorithms();
+  const auto at = std::find_if(algorithms.begin(), algorithms.end(), [&](const auto& a) { return a.name == mine; });
+  const std::int64_t index = at - algorithms.begin();
+  const std::int64_t in[2] = {index, -index};
+  std::int64_t out[2] = {0, 0};
+  TB_MPI_CHECK(PMPI_Allreduce(in, out, 2, MPI_INT64_T, MPI_MAX, private_comm(comm)));
+  if (out[0] != -out[1])
+    throw std::invalid_argument(
+        "auto: TB_AUTO_AGREEMENT=assume-same, but the ranks' own call classes choose different algorithms (" +
+        mine + " on this rank); pass the same counts and types on every rank, or unset TB_AUTO_AGREEMENT");
+}
+
+}  // namespace
+
+// The decision for this call, reusing a recent one with the same communicator, table and class.
+AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const AlltoallwComm& comm) {
+  const std::string& path = settings().tuning_table.get();
+  const TuningTable* table = path.empty() ? nullptr : tuning_table(path).get();  // kept for the process
+  AutoState& state = CommCache<AutoState>::get(args.comm, create_state);
+  if (!state.facts_made || state.facts_table != table) state.make_facts(table);
+  CallClass call = state.classify(args, comm);
+  const bool assume = settings().auto_agreement.get() == AutoAgreement::assume_same;
+  if (comm.size > 1 && state.depends && !assume) call = agree(call, args.comm);
+  for (Recent& r : recent_)
+    if (r.comm_serial == state.serial && r.table == table && r.call == call && r.assumed == assume) {
+      if (assume && state.depends && settings().checked.get()) verify_same_choice(r.decision.algorithm, args.comm);
+      return r;
+    }
+  Recent r;
+  r.comm_serial = state.serial;
+  r.table = table;
+  r.call = call;
+  r.assumed = assume;
+  r.decision = decide(state, table, call);
+  if (assume && state.depends && comm.size > 1) {
+    if (settings().checked.get()) verify_same_choice(r.decision.algorithm, args.comm);
+    r.decision.how = r.decision.how.empty() ? "assume-same" : r.decision.how + "; assume-same";
+  }
+  r.algorithm = &instance(r.decision.algorithm);
+  r.inner_path = r.decision.algorithm;
+  r.path = r.decision.prefix() + r.inner_path;
+  if (recent_.size() == kRecentDecisions) recent_.pop_back();
+  recent_.insert(recent_.begin(), std::move(r));
+  return recent_.front();
 }
 
 AlltoallwAlgorithm& AutoAlltoallw::instance(const std::string& name) {
@@ -169,18 +272,21 @@ AlltoallwAlgorithm& AutoAlltoallw::instance(const std::string& name) {
 }
 
 void AutoAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) {
-  const Decision decision = decide(args, comm);
-  AlltoallwAlgorithm& chosen = instance(decision.algorithm);
-  set_path(decision.prefix() + decision.algorithm);
-  exchange_with(chosen, args, comm);
-  set_path(decision.prefix() + chosen.last_path());
+  Recent& chosen = choose(args, comm);
+  set_path(chosen.path);  // names the chosen algorithm should it fail
+  exchange_with(*chosen.algorithm, args, comm);
+  if (chosen.algorithm->last_path() != chosen.inner_path) {
+    chosen.inner_path = chosen.algorithm->last_path();
+    chosen.path = chosen.decision.prefix() + chosen.inner_path;
+  }
+  set_path(chosen.path);
 }
 
 // Classified and agreed once; the chosen algorithm's prepare() checks the arguments on every rank
 // once more (one MPI_Allgather of the sizes, at prepare only) and sets up its own prepared form.
 std::unique_ptr<PreparedExchange> AutoAlltoallw::prepare_exchange(const AlltoallwArgs& args,
                                                                   const AlltoallwComm& comm) {
-  const Decision decision = decide(args, comm);
+  const Decision decision = choose(args, comm).decision;
   auto algorithm = make_alltoallw(decision.algorithm);
   auto prepared = algorithm->prepare(args);
   return std::make_unique<PreparedAuto>(std::move(algorithm), std::move(prepared), decision.prefix());

@@ -22,9 +22,21 @@
 // choice at this node layout depends on the class, the ranks agree on it first: one
 // MPI_Allreduce (MAX) of three int64 (bytes per peer, -block bytes, -contiguous) on a cached
 // duplicate of the communicator, i.e. every rank looks up the largest size and the most
-// fragmented layout of any rank. Cost: one small allreduce per call (about 1 us on one node);
-// none where the table (or the rule) picks one algorithm for every class at this node layout,
-// and none on one rank. Once per communicator the largest node size is agreed (one allreduce).
+// fragmented layout of any rank. No rank can skip it alone: a rank whose class sits deep inside
+// a band cannot know that its peers' do too, and one rank in the allreduce while another runs
+// the exchange is a hang. So the cost (one small allreduce per call, of the order of a small
+// native Alltoallw on one node) is paid wherever the table (or the rule) picks more than one
+// algorithm at this node layout; none where it picks one for every class, and none on one rank.
+// TB_AUTO_AGREEMENT=assume-same drops it: the application asserts that every rank's own class
+// gives the same choice (true when all ranks pass the same counts and types, as tb-bench and
+// evenly divided redistributions do); under TB_CHECKED=1 each call verifies that assertion with
+// an allreduce and fails on every rank, naming the setting, when it does not hold.
+//
+// Per call, auto's own work is a few comparisons: the communicator's state (node layout, what the
+// table says at it) is made once per communicator and table; a call whose counts and types equal
+// a recent call's on this rank reuses its class (a memo keyed by datatype handles, dropped when
+// any cached type is freed, since MPI reuses freed handles); and a recent class's decision, path
+// text and algorithm instance are reused.
 //
 // Prepared (persistent) calls classify and agree once, at prepare; the chosen algorithm's own
 // prepared form then runs every start, and the path says "auto -> <its prepared path>".
@@ -36,9 +48,11 @@
 #include "collectives/alltoallw.hpp"
 #include "collectives/tuning_table.hpp"
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tb {
 
@@ -47,7 +61,8 @@ class AutoAlltoallw final : public AlltoallwAlgorithm {
   std::string_view name() const override { return "auto"; }
 
   // What a call is run with: the algorithm, and how auto came to it ("" for the table, else
-  // "built-in rule" with the reason), as the path's prefix says.
+  // "built-in rule" with the reason; "assume-same" added where TB_AUTO_AGREEMENT skipped the
+  // agreement), as the path's prefix says.
   struct Decision {
     std::string algorithm;
     std::string how;
@@ -59,12 +74,23 @@ class AutoAlltoallw final : public AlltoallwAlgorithm {
   std::unique_ptr<PreparedExchange> prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 
  private:
-  Decision decide(const AlltoallwArgs& args, const AlltoallwComm& comm);
-  Decision from_table(const TuningTable& table, const TuningNodeLayout& layout, const AlltoallwArgs& args,
-                      const AlltoallwComm& comm);
+  // A decision made before, kept for the calls that repeat it: its communicator's state (by
+  // serial number), table and class, the instance that runs it, and the path text last built.
+  struct Recent {
+    std::uint64_t comm_serial = 0;
+    const TuningTable* table = nullptr;
+    CallClass call;
+    bool assumed = false;  // TB_AUTO_AGREEMENT=assume-same
+    Decision decision;
+    AlltoallwAlgorithm* algorithm = nullptr;
+    std::string inner_path, path;
+  };
+  Recent& choose(const AlltoallwArgs& args, const AlltoallwComm& comm);
   AlltoallwAlgorithm& instance(const std::string& name);
 
   std::map<std::string, std::unique_ptr<AlltoallwAlgorithm>> algorithms_;  // kept: their caches live on
+  static constexpr std::size_t kRecentDecisions = 8;
+  std::vector<Recent> recent_;  // most recent first
 };
 
 // The call's class on this rank alone (no communication).
