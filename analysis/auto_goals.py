@@ -8,13 +8,18 @@ ratio compares points measured in the same run, milliseconds apart.
 Per run (one MPI library, one node layout) and per point (layout, bytes per peer):
   auto / fastest     auto's blocking time over the fastest blocking algorithm but auto
   auto / native      auto's blocking time over native's
+  auto / its choice  auto's blocking time over the algorithm it ran (its label: "auto ... -> X"),
+                     blocking, in the same run: what auto's own work costs, apart from whether
+                     the table chose well
   persistent / blocking, per algorithm
   node_leader:persistent / native at 1 B - 4 KiB per peer
 and the summary the goals are stated in: the share of points where auto is within 1.10x of the
 fastest, its worst ratio, its worst ratio to native, and the algorithms whose persistent form is
 slower than their blocking one somewhere. Standard library only.
 """
+import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,9 +28,24 @@ from alltoallw_sizes import load  # noqa: E402
 SUFFIX = ":persistent"
 
 
-def point_ratios(times):
-    """Per point: auto / fastest other blocking algorithm, auto / native, and each algorithm's
-    persistent / blocking; points without auto or native give no auto ratios."""
+def auto_choices(path):
+    """{(layout, bytes per peer): the algorithm auto ran} from the blocking auto's labels."""
+    with open(path) as f:
+        data = json.load(f)
+    choices = {}
+    for b in data["benchmarks"]:
+        name = b["name"].split("/")  # alltoallw/<layout>/<algorithm>/<bytes>/manual_time
+        found = re.search(r"-> ([A-Za-z0-9_]+)", b.get("label", ""))
+        if name[2] == "auto" and found:
+            choices[(name[1], int(name[3]))] = found.group(1)
+    return choices
+
+
+def point_ratios(times, choices=None):
+    """Per point: auto / fastest other blocking algorithm, auto / native, auto / the algorithm it
+    ran (where `choices` names it), and each algorithm's persistent / blocking; points without
+    auto or native give no auto ratios."""
+    choices = choices or {}
     rows = []
     for (layout, size), by_algorithm in sorted(times.items()):
         blocking = {a: t for a, t in by_algorithm.items() if not a.endswith(SUFFIX)}
@@ -35,6 +55,9 @@ def point_ratios(times):
             row["auto_fastest"] = blocking["auto"] / min(others)
         if "auto" in blocking and "native" in blocking:
             row["auto_native"] = blocking["auto"] / blocking["native"]
+        chosen = choices.get((layout, size))
+        if "auto" in blocking and chosen in blocking:
+            row["auto_chosen"] = blocking["auto"] / blocking[chosen]
         for algorithm, t in by_algorithm.items():
             base = algorithm[:-len(SUFFIX)] if algorithm.endswith(SUFFIX) else None
             if base in blocking:
@@ -49,6 +72,7 @@ def summary(rows):
     """The goal figures over the rows of one run."""
     auto = [r["auto_fastest"] for r in rows if "auto_fastest" in r]
     to_native = [r["auto_native"] for r in rows if "auto_native" in r]
+    to_chosen = [r["auto_chosen"] for r in rows if "auto_chosen" in r]
     leader = [r["leader_persistent_native"] for r in rows if "leader_persistent_native" in r]
     slower = {}
     for r in rows:
@@ -61,6 +85,10 @@ def summary(rows):
         "auto_worst": max(auto) if auto else None,
         "auto_native_worst": max(to_native) if to_native else None,
         "auto_native_over_1.05": sum(1 for x in to_native if x > 1.05),
+        "auto_chosen_points": len(to_chosen),
+        "auto_chosen_within_1.10": sum(1 for x in to_chosen if x <= 1.10),
+        "auto_chosen_median": sorted(to_chosen)[len(to_chosen) // 2] if to_chosen else None,
+        "auto_chosen_worst": max(to_chosen) if to_chosen else None,
         "leader_persistent_native_worst": max(leader) if leader else None,
         "persistent_slower": slower,
     }
@@ -72,22 +100,26 @@ def fmt(x):
 
 def report(path):
     title, _, times, paths = load(path)
-    rows = point_ratios(times)
+    rows = point_ratios(times, auto_choices(path))
     s = summary(rows)
     print("## {}\n\n{}\n".format(os.path.basename(path), title))
-    print("| layout | bytes/peer | auto/fastest | auto/native | node_leader persistent/native | persistent/blocking |")
-    print("|---|---|---|---|---|---|")
+    print("| layout | bytes/peer | auto/fastest | auto/native | auto/its choice | node_leader persistent/native "
+          "| persistent/blocking |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         per = ", ".join("{} {:.2f}".format(a, x) for a, x in sorted(r["persistent"].items()))
-        print("| {} | {} | {} | {} | {} | {} |".format(r["layout"], r["bytes"], fmt(r.get("auto_fastest")),
-                                                      fmt(r.get("auto_native")),
-                                                      fmt(r.get("leader_persistent_native")), per))
+        print("| {} | {} | {} | {} | {} | {} | {} |".format(r["layout"], r["bytes"], fmt(r.get("auto_fastest")),
+                                                           fmt(r.get("auto_native")), fmt(r.get("auto_chosen")),
+                                                           fmt(r.get("leader_persistent_native")), per))
     share = s["auto_within_1.10"]
     print("\nauto within 1.10x of the fastest at {} of {} points ({}); worst {}; worst vs native {} "
           "({} points above 1.05)".format(
               "-" if share is None else round(share * s["points"]), s["points"],
               "-" if share is None else "{:.0%}".format(share), fmt(s["auto_worst"]),
               fmt(s["auto_native_worst"]), s["auto_native_over_1.05"]))
+    print("auto / the algorithm it ran, in this run: within 1.10x at {} of {} points; median {}; worst {}".format(
+        s["auto_chosen_within_1.10"], s["auto_chosen_points"], fmt(s["auto_chosen_median"]),
+        fmt(s["auto_chosen_worst"])))
     print("node_leader persistent / native at 1 B - 4 KiB: worst {}".format(fmt(s["leader_persistent_native_worst"])))
     for algorithm, points in sorted(s["persistent_slower"].items()):
         worst = max(points, key=lambda p: p[2])

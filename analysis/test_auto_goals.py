@@ -25,6 +25,16 @@ class AutoGoals(unittest.TestCase):
         self.assertAlmostEqual(large["auto_fastest"], 4.2 / 4.0)
         self.assertNotIn("leader_persistent_native", large)         # above 4 KiB
 
+    def test_auto_over_its_choice(self):
+        small, large = point_ratios(self.times, {("contiguous", 1): "native", ("contiguous", 1 << 20): "node_leader"})
+        self.assertAlmostEqual(small["auto_chosen"], 1.2)
+        self.assertAlmostEqual(large["auto_chosen"], 4.2 / 4.0)
+        s = summary([small, large])
+        self.assertEqual((s["auto_chosen_points"], s["auto_chosen_within_1.10"]), (2, 1))
+        self.assertAlmostEqual(s["auto_chosen_worst"], 1.2)
+        unknown, _ = point_ratios(self.times, {("contiguous", 1): "no_such_algorithm"})
+        self.assertNotIn("auto_chosen", unknown)                    # a choice the run did not time
+
     def test_summary_counts_what_the_goals_count(self):
         s = summary(point_ratios(self.times))
         self.assertEqual(s["points"], 2)

@@ -236,7 +236,11 @@ void verify_same_choice(const std::string& mine, MPI_Comm comm) {
 // The decision for this call, reusing a recent one with the same communicator, table and class.
 AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const AlltoallwComm& comm) {
   const std::string& path = settings().tuning_table.get();
-  const TuningTable* table = path.empty() ? nullptr : tuning_table(path).get();  // kept for the process
+  if (path != table_path_) {  // the reader's cache takes a lock and a map lookup: not per call
+    table_ = path.empty() ? nullptr : tuning_table(path);
+    table_path_ = path;
+  }
+  const TuningTable* table = table_.get();
   AutoState& state = CommCache<AutoState>::get(args.comm, create_state);
   if (!state.facts_made || state.facts_table != table) state.make_facts(table);
   CallClass call = state.classify(args, comm);

@@ -88,6 +88,8 @@ class AutoAlltoallw final : public AlltoallwAlgorithm {
   Recent& choose(const AlltoallwArgs& args, const AlltoallwComm& comm);
   AlltoallwAlgorithm& instance(const std::string& name);
 
+  std::string table_path_;                       // TB_TUNING_TABLE as last read ("" = none)
+  std::shared_ptr<const TuningTable> table_;     // that table
   std::map<std::string, std::unique_ptr<AlltoallwAlgorithm>> algorithms_;  // kept: their caches live on
   static constexpr std::size_t kRecentDecisions = 8;
   std::vector<Recent> recent_;  // most recent first
