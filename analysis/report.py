@@ -36,7 +36,19 @@ def load(store):
     rows = store_rows(store)
     if not rows:
         raise ValueError(f"{store} holds no results")
-    return pd.DataFrame(rows)
+    return with_platform_modes(pd.DataFrame(rows))
+
+
+def with_platform_modes(df):
+    """Simulated rows (mode smpi, experiments/run.py --mode smpi) get the mode "smpi:<platform
+    file's name>", so that every table, plot and de-duplication, which all group by mode, keeps
+    them apart from measured rows and from other platforms' simulations."""
+    if "platform" not in df or "mode" not in df:
+        return df
+    smpi = (df["mode"] == "smpi") & df["platform"].notna()
+    names = df.loc[smpi, "platform"].map(lambda p: os.path.splitext(os.path.basename(str(p)))[0])
+    df.loc[smpi, "mode"] = "smpi:" + names
+    return df
 
 
 def sizes_frame(df):

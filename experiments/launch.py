@@ -4,13 +4,14 @@ MPI programs, the mpiexec command of every MPI build and mode, and a run that su
 MPI_Finalize after complete results. experiments/run.py imports it for every point; the campaign
 scripts (model_validation.sh, fft_head_to_head.sh) call it for every launch:
 
-    experiments/launch.py [--mpi mpich|openmpi|mpich-patched] [--mode intra|cliques|netns|cluster] [-n RANKS]
+    experiments/launch.py [--mpi mpich|openmpi|mpich-patched] [--mode intra|cliques|netns|cluster|smpi] [-n RANKS]
                           [--bin DIR] [--env NAME=VALUE ...] [--out FILE] TOOL [TOOL ARGS ...]
 
     experiments/launch.py -n 2 --out beff.json tb-beff --fit-out host.json
     experiments/launch.py --mpi openmpi -n 2 /usr/bin/python3 experiments/mpi4py_fft_bench.py --json f.json
     experiments/launch.py tb-model --shape 8,8,8 --grid 2        # not an MPI program: no mpiexec
     experiments/launch.py --print -n 4 --mode cliques tb-bench   # the command and environment only
+    experiments/launch.py --mode smpi --platform experiments/platforms/xc40-dragonfly.xml -n 64 tb-redistribute
 
 TOOL is a program in build/<mpi>/bin (or --bin) or a path to one; programs not in TOOLS below are
 taken as MPI programs unless --no-mpi. --out FILE asks the tool for its results file the tool's own way (TOOLS below:
@@ -20,6 +21,10 @@ seconds (MPICH 4.0.2 over UCX tcp, README "Known problems"); that counts as succ
 output goes to this process's stdout and stderr; the exit status is the tool's (124: timeout;
 130/143: Ctrl-C/SIGTERM, which stop the job's whole process group: SIGTERM, SIGKILL after STOP_GRACE s).
 netns mode expects the emulated hosts to exist (experiments/netns.sh up K RATE; run.py does that).
+smpi mode simulates the ranks with SimGrid SMPI: the smpi build's tool (build/smpi/bin) under its
+bin/tb-smpirun on --platform (a SimGrid platform file), with a hostfile written for the rank count
+(smpi_hostfile: the platform's hosts in order, one rank per core); --compute off skips compute
+(smpi/simulate-computation:no).
 """
 import argparse
 import contextlib
@@ -30,12 +35,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import xml.etree.ElementTree as ElementTree
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODES = ("intra", "cliques", "netns", "cluster")
+MODES = ("intra", "cliques", "netns", "cluster", "smpi")
 MPIS = ("mpich", "openmpi", "mpich-patched")
+SMPI = "smpi"  # the build smpi mode runs (build/smpi), recorded as the rows' "mpi"
+COMPUTE = ("on", "off")  # smpi mode: compute bursts timed and simulated, or skipped
 # mpich-patched: MPICH 4.0.2 built from source with mpich/patches; its mpiexec is the one of the
 # install scripts/build.sh built build/mpich-patched against (recorded in build/mpich-patched/tb-mpich-prefix).
 MPICH_FAMILY = ("mpich", "mpich-patched")
@@ -123,9 +132,81 @@ def mpich_mpiexec(mpi):
         raise ValueError(f"{mpi}: no {record}; build it with scripts/build.sh {mpi}") from None
 
 
+def expand_radical(radical):
+    """The numbers of a SimGrid cluster's radical, in order: "0-3,8" -> [0, 1, 2, 3, 8]."""
+    numbers = []
+    for part in radical.split(","):
+        first, sep, last = part.strip().partition("-")
+        if not first.isdigit() or (sep and not last.isdigit()):
+            raise ValueError(f"radical {radical!r}: not a list of numbers and ranges")
+        numbers += list(range(int(first), int(last) + 1)) if sep else [int(first)]
+    return numbers
+
+
+def platform_hosts(platform):
+    """(host name, cores) of every host of a SimGrid platform file, in document order: each
+    <cluster>'s prefix+number+suffix over its radical, each <host>'s id. ValueError for a file
+    that is missing, not XML or without hosts."""
+    try:
+        root = ElementTree.parse(platform).getroot()
+    except OSError as e:
+        raise ValueError(f"platform {platform}: cannot be read ({e.strerror})") from None
+    except ElementTree.ParseError as e:
+        raise ValueError(f"platform {platform}: not an XML platform file ({e})") from None
+    hosts = []
+    for element in root.iter():
+        cores = int(element.get("core", "1"))
+        if element.tag == "cluster":
+            prefix, suffix = element.get("prefix", ""), element.get("suffix", "")
+            try:
+                numbers = expand_radical(element.get("radical", ""))
+            except ValueError as e:
+                raise ValueError(f"platform {platform}: cluster {element.get('id')!r}: {e}") from None
+            hosts += [(f"{prefix}{n}{suffix}", cores) for n in numbers]
+        elif element.tag == "host":
+            hosts.append((element.get("id"), cores))
+    if not hosts:
+        raise ValueError(f"platform {platform}: no <cluster> or <host> in it")
+    return hosts
+
+
+def smpi_hostfile(platform, ranks):
+    """The text of an SMPI hostfile for `ranks` ranks: the platform's hosts in order, each named
+    once per core it has, so consecutive ranks share a node. ValueError if they do not fit."""
+    lines = []
+    for host, cores in platform_hosts(platform):
+        lines += [host] * cores
+        if len(lines) >= ranks:
+            return "\n".join(lines[:ranks]) + "\n"
+    raise ValueError(f"platform {platform}: {ranks} ranks do not fit on its {len(lines)} cores")
+
+
+def smpi_launcher(ranks, options):
+    """tb-smpirun of the smpi build (options.bin, else build/smpi/bin) on options.platform with a
+    hostfile for `ranks` ranks, written into options.smpi_dir; options.compute "off" skips
+    compute bursts."""
+    platform = getattr(options, "platform", None)
+    if not platform:
+        raise ValueError("smpi mode needs --platform (a SimGrid platform file, e.g. experiments/platforms/*.xml)")
+    smpirun = os.path.join(bin_dir(SMPI, getattr(options, "bin", None)), "tb-smpirun")
+    if not os.access(smpirun, os.X_OK):
+        raise ValueError(f"smpi mode: no {smpirun}; build the smpi variant with scripts/build.sh smpi")
+    hostfile = os.path.join(options.smpi_dir, f"hosts-{ranks}")
+    with open(hostfile, "w") as f:
+        f.write(smpi_hostfile(platform, ranks))
+    compute = getattr(options, "compute", "on")
+    cmd = [smpirun, f"--cfg=smpi/simulate-computation:{'yes' if compute == 'on' else 'no'}", "-np", str(ranks)]
+    return cmd, {"TB_SMPI_PLATFORM": os.path.abspath(platform), "TB_SMPI_HOSTFILE": hostfile}
+
+
 def launcher(mode, mpi, ranks, options):
     """The command prefix and environment that start `ranks` processes of an MPI program in `mode`.
-    `options` carries cliques (None: one per rank), hosts (netns) and hostfile (cluster)."""
+    `options` carries cliques (None: one per rank), hosts (netns), hostfile (cluster), and for smpi
+    platform, compute and smpi_dir (where the hostfile goes)."""
+    if mode == SMPI or mpi == SMPI:
+        if mode != SMPI or mpi != SMPI:
+            raise ValueError("the smpi build runs in smpi mode only, and smpi mode runs the smpi build")
+        return smpi_launcher(ranks, options)
     env = {}
     if mode == "cliques":
         cliques = options.cliques or ranks
@@ -259,13 +340,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         description="Start one tool of the testbed the way experiments/run.py does (mpiexec per MPI build and mode).",
         usage="%(prog)s [options] TOOL [TOOL ARGS ...]")
-    parser.add_argument("--mpi", default="mpich", choices=MPIS)
+    parser.add_argument("--mpi", choices=MPIS + (SMPI,), help="default: mpich, or smpi in smpi mode")
     parser.add_argument("--mode", default="intra", choices=MODES)
     parser.add_argument("-n", "--ranks", type=int, default=1)
     parser.add_argument("--bin", help="folder of the tools (default build/<mpi>/bin)")
     parser.add_argument("--cliques", type=int, help="cliques mode: number of cliques (default: one per rank)")
     parser.add_argument("--hosts", type=int, default=2, help="netns mode: the emulated hosts (tbhost1..K)")
     parser.add_argument("--hostfile", help="cluster mode: the hosts to run on")
+    parser.add_argument("--platform", help="smpi mode: the SimGrid platform file")
+    parser.add_argument("--compute", choices=COMPUTE, default="on", help="smpi mode: simulate compute bursts or skip them")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the job (repeatable; wins over the mode's)")
     parser.add_argument("--out", help="ask the tool for its results in this file (its own option, see TOOLS)")
@@ -282,7 +365,13 @@ def main(argv=None):
         parser.error(f"-n/--ranks must be at least 1, not {options.ranks}")
     if options.timeout is not None and not options.timeout > 0:
         parser.error(f"--timeout must be a positive number of seconds, not {options.timeout}")
+    options.mpi = options.mpi or (SMPI if options.mode == SMPI else "mpich")
+    with tempfile.TemporaryDirectory(prefix="tb-launch.") as smpi_dir:  # smpi mode's hostfile
+        options.smpi_dir = smpi_dir
+        return launch_tool(parser, options)
 
+
+def launch_tool(parser, options):
     env = {}
     for item in options.env:
         name, sep, value = item.partition("=")

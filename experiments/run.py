@@ -7,6 +7,7 @@ skipped, so an interrupted run continues where it stopped.
     experiments/run.py experiments/definitions/fig6_slab_strong.json --mpi openmpi --store results/store.jsonl
     experiments/run.py DEF --mode cluster --hostfile hosts        # a real cluster: mpiexec -f hosts
     experiments/run.py DEF --mode cluster --slurm out.sbatch      # writes a Slurm batch script
+    experiments/run.py DEF --mode smpi --platform experiments/platforms/xc40-dragonfly.xml   # simulated ranks
     experiments/run.py DEF --list                                 # the points, nothing run
 
 A definition is a JSON file:
@@ -56,6 +57,14 @@ Modes (what "mpiexec" means):
     netns    an emulated cluster: K network namespaces on a bridge with tbf-limited links
              (experiments/netns.sh), MPICH hydra launching into them; root only.
     cluster  a real hostfile (--hostfile) or a Slurm batch script (--slurm).
+    smpi     simulated ranks (SimGrid SMPI, docs/simulation.md): the smpi build's tool
+             (build/smpi/bin) under its tb-smpirun on --platform, with a hostfile of the point's
+             rank count (the platform's hosts in order, one rank per core). --compute off skips
+             compute bursts (smpi/simulate-computation:no); --smpi-arrays shared (the default)
+             gives the tools that can (SMPI_SHARED_ARRAYS) their arrays from SMPI's shared
+             malloc, and their verification is then off. Rows carry mpi "smpi", "platform",
+             "smpi_compute", "smpi_arrays" and "verification"; the point key includes them, so
+             each platform's points are their own.
 The launch itself (mpiexec per MPI build and mode, the finalize-hang watch) is
 experiments/launch.py, which the campaign scripts also use.
 """
@@ -81,6 +90,8 @@ sys.path.insert(0, os.path.join(ROOT, "analysis"))
 from store import read_objects  # noqa: E402  (the one reader of a store's lines)
 
 ENV_PREFIX = "env:"
+# smpi mode: the tools that can take their arrays from SMPI's shared malloc, and the option.
+SMPI_SHARED_ARRAYS = {"tb-redistribute": "--smpi-shared-arrays"}
 
 
 def load_definition(path):
@@ -148,19 +159,24 @@ def expand(definition, overrides=None):
 def for_mpi(points, mpi):
     """The points that run with this MPI build: those without an "mpi" list, or naming it."""
     chosen = []
+    known = launch.MPIS + (launch.SMPI,)
     for p in points:
         builds = p.get("mpi", [mpi])
-        if not isinstance(builds, list) or not all(b in launch.MPIS for b in builds):
-            raise ValueError(f"a point's \"mpi\" must be a list of MPI builds ({', '.join(launch.MPIS)}), "
+        if not isinstance(builds, list) or not all(b in known for b in builds):
+            raise ValueError(f"a point's \"mpi\" must be a list of MPI builds ({', '.join(known)}), "
                              f"not {builds!r}")
         if mpi in builds:
             chosen.append(p)
     return chosen
 
 
-def point_key(definition, point, mode, mpi):
-    text = json.dumps({"experiment": definition["name"], "tool": definition["tool"], "mode": mode, "mpi": mpi,
-                       "point": point}, sort_keys=True)
+def point_key(definition, point, mode, mpi, simulation=None):
+    """The point's identity in the store; `simulation` (smpi mode's smpi_fields) joins it, so that
+    a point simulated on another platform or with other settings is another point."""
+    fields = {"experiment": definition["name"], "tool": definition["tool"], "mode": mode, "mpi": mpi, "point": point}
+    if simulation:
+        fields["simulation"] = simulation
+    text = json.dumps(fields, sort_keys=True)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
@@ -236,6 +252,19 @@ def point_env(point):
     return {k[len(ENV_PREFIX):]: str(v) for k, v in point.items() if k.startswith(ENV_PREFIX)}
 
 
+def smpi_fields(definition, options):
+    """What smpi mode adds to every row (and to the point key): the platform (as given, relative
+    to the repository where it lies inside), compute, arrays and whether the tool verified."""
+    if options.mode != launch.SMPI:
+        return {}
+    shared = options.smpi_arrays == "shared" and definition["tool"] in SMPI_SHARED_ARRAYS
+    platform = os.path.abspath(options.platform)
+    if platform.startswith(ROOT + os.sep):
+        platform = os.path.relpath(platform, ROOT)
+    return {"platform": platform, "smpi_compute": options.compute,
+            "smpi_arrays": "shared" if shared else "private", "verification": "off" if shared else "on"}
+
+
 def run_point(definition, point, mode, mpi, options):
     """Runs one point; returns the result rows (dicts) it produced, the seconds, the command and
     the environment it was given."""
@@ -244,6 +273,9 @@ def run_point(definition, point, mode, mpi, options):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.csv" if spec["format"] == "csv" else "out.json")
         args = tool_args(point) + launch.output_args(spec, out)
+        if smpi_fields(definition, options).get("smpi_arrays") == "shared":
+            args.append(SMPI_SHARED_ARRAYS[definition["tool"]])
+        options.smpi_dir = tmp  # smpi mode writes the point's hostfile here
         cmd, env = launch.command(spec, binary, args, mode, mpi, point["ranks"], options, point_env(point))
         # Only MPI jobs can hang in MPI_Finalize; a CSV is written row by row, so it is not watched.
         watch = out if spec["mpi"] and spec["format"] != "csv" else None
@@ -366,7 +398,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Run an experiment definition; results go to a JSON-lines store.")
     parser.add_argument("definition")
     parser.add_argument("--mode", default="intra", choices=MODES)
-    parser.add_argument("--mpi", default="mpich", choices=launch.MPIS)
+    parser.add_argument("--mpi", choices=launch.MPIS, help="the MPI build (default mpich; smpi mode runs build/smpi)")
     parser.add_argument("--store", default=os.path.join(ROOT, "results", "store.jsonl"))
     parser.add_argument("--bin", help="folder of the tools (default build/<mpi>/bin)")
     parser.add_argument("--args", type=json_object, default={}, metavar="JSON",
@@ -377,6 +409,12 @@ def main(argv=None):
     parser.add_argument("--hostfile", help="cluster mode: the hosts to run on")
     parser.add_argument("--slurm", help="cluster mode: write this Slurm batch script instead of running")
     parser.add_argument("--slurm-time", default="01:00:00")
+    parser.add_argument("--platform", help="smpi mode: the SimGrid platform file (experiments/platforms/*.xml)")
+    parser.add_argument("--compute", choices=launch.COMPUTE, default="on",
+                        help="smpi mode: simulate compute bursts (timed here, scaled by the host speed) or skip them")
+    parser.add_argument("--smpi-arrays", choices=("shared", "private"), default="shared",
+                        help="smpi mode: shared: tools that can take their arrays from SMPI's shared malloc "
+                             "(little memory, verification off); private: ordinary arrays, verified")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per point")
     parser.add_argument("--finalize-grace", type=float, default=20,
                         help="seconds a job may take to exit once its results are written")
@@ -386,6 +424,9 @@ def main(argv=None):
         parser.error(f"--timeout must be a positive number of seconds, not {options.timeout}")
     if options.hosts < 1 or (options.cliques is not None and options.cliques < 1):
         parser.error("--hosts and --cliques must be at least 1")
+    error = check_smpi_options(options)
+    if error:
+        parser.error(error)
 
     try:
         definition = load_definition(options.definition)
@@ -398,12 +439,20 @@ def main(argv=None):
         return 0
     if options.mode == "cluster" and not options.hostfile:
         parser.error("cluster mode needs --hostfile (or --slurm to write a batch script)")
+    if options.mode == launch.SMPI:
+        try:  # a platform that cannot hold the largest point fails now, not after hours of others
+            launch.smpi_hostfile(options.platform, max(p["ranks"] for p in points)) if points else None
+        except ValueError as e:
+            print(f"run.py: {e}", file=sys.stderr)
+            return 2
+    simulation = smpi_fields(definition, options)
     done, partial = store_state(options.store)
-    planned = [(p, point_key(definition, p, options.mode, options.mpi)) for p in points]
+    planned = [(p, point_key(definition, p, options.mode, options.mpi, simulation)) for p in points]
     skipped = sum(1 for _, k in planned if k in done)
     cut = sum(1 for _, k in planned if k in partial)
     print(f"run.py: {definition['name']}: {len(points)} points, {skipped} already in {options.store}"
-          f"{f', {cut} only partly there (run again)' if cut else ''}, mode {options.mode}, {options.mpi}")
+          f"{f', {cut} only partly there (run again)' if cut else ''}, mode {options.mode}, {options.mpi}"
+          + "".join(f", {k} {v}" for k, v in simulation.items()))
     if options.list:
         for p, k in planned:
             state = "done" if k in done else "partial, to run" if k in partial else "to run"
@@ -413,6 +462,8 @@ def main(argv=None):
     if to_run:
         try:
             launch.check_binary(definition["tool"], options.mpi, options.bin)
+            if options.mode == launch.SMPI:
+                launch.check_binary("tb-smpirun", options.mpi, options.bin)
         except ValueError as e:
             print(f"run.py: {definition['name']}: {e}", file=sys.stderr)
             return 2
@@ -440,6 +491,24 @@ def main(argv=None):
         return 128 + signum
 
 
+def check_smpi_options(options):
+    """Resolves --mpi for the mode (smpi mode runs the smpi build); the error text for options
+    that do not fit the mode, else None."""
+    if options.mode != launch.SMPI:
+        options.mpi = options.mpi or "mpich"
+        if options.platform:
+            return "--platform is for smpi mode (--mode smpi)"
+        return None
+    if options.mpi:
+        return f"smpi mode runs the smpi build (build/smpi); --mpi {options.mpi} is for the other modes"
+    options.mpi = launch.SMPI
+    if not options.platform:
+        return "smpi mode needs --platform, a SimGrid platform file (experiments/platforms/*.xml)"
+    if not os.path.isfile(options.platform):
+        return f"--platform {options.platform}: no such platform file (experiments/platforms/ has the testbed's)"
+    return None
+
+
 def run_points(definition, planned, done, options, received=()):
     failures = 0
     current = None
@@ -463,7 +532,7 @@ def run_points(definition, planned, done, options, received=()):
                      "mode": options.mode, "mpi": options.mpi, "ranks": p["ranks"],
                      "point": p, "command": " ".join(cmd), "environment": env,
                      **({"netns_rate": options.rate, "netns_hosts": options.hosts}
-                        if options.mode == "netns" else {}), **r,
+                        if options.mode == "netns" else {}), **smpi_fields(definition, options), **r,
                      "key": k, "rows_in_point": len(rows), "point_run": run_id} for r in rows])
             print(f" {len(rows)} rows, {seconds:.1f} s")
             current = None

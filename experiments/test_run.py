@@ -633,5 +633,131 @@ class LaunchCommandLine(unittest.TestCase):
             self.assertEqual(self.launch("--bin", tmp, "--no-mpi", "tb-ptrans")[0], 5)
 
 
+PLATFORMS = os.path.join(HERE, "platforms")
+
+
+class SmpiPlatforms(unittest.TestCase):
+    """smpi mode's platform reading and hostfiles (experiments/launch.py)."""
+
+    def test_the_shipped_platforms_have_their_hosts_and_cores(self):
+        expected = {"xc40-dragonfly.xml": (768, 32), "fat-tree.xml": (512, 32), "torus.xml": (512, 32),
+                    "this-host.xml": (1, 2), "smpi-ci-cluster.xml": (2, 2)}
+        for name, (hosts, cores) in expected.items():
+            found = run.launch.platform_hosts(os.path.join(PLATFORMS, name))
+            self.assertEqual(len(found), hosts, name)
+            self.assertEqual({c for _, c in found}, {cores}, name)
+            self.assertEqual(found[0][0], "node-0", name)
+
+    def test_hostfile_fills_nodes_in_order_and_refuses_what_does_not_fit(self):
+        text = run.launch.smpi_hostfile(os.path.join(PLATFORMS, "xc40-dragonfly.xml"), 36)
+        self.assertEqual(text.splitlines(), ["node-0"] * 32 + ["node-1"] * 4)
+        with self.assertRaisesRegex(ValueError, "3 ranks do not fit on its 2 cores"):
+            run.launch.smpi_hostfile(os.path.join(PLATFORMS, "this-host.xml"), 3)
+
+    def test_radicals_and_bad_files(self):
+        self.assertEqual(run.launch.expand_radical("0-2,5"), [0, 1, 2, 5])
+        with self.assertRaisesRegex(ValueError, "radical"):
+            run.launch.expand_radical("a-b")
+        with self.assertRaisesRegex(ValueError, "cannot be read"):
+            run.launch.platform_hosts(os.path.join(PLATFORMS, "no-such.xml"))
+        with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
+            f.write("<platform><zone id='z'/></platform>")
+            f.flush()
+            with self.assertRaisesRegex(ValueError, "no <cluster> or <host>"):
+                run.launch.platform_hosts(f.name)
+            f.write("<oops")
+            f.flush()
+            with self.assertRaisesRegex(ValueError, "not an XML platform file"):
+                run.launch.platform_hosts(f.name)
+
+    def test_launcher_writes_the_hostfile_and_skips_compute_on_request(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            options = mock.Mock(platform=os.path.join(PLATFORMS, "fat-tree.xml"), compute="off", smpi_dir=tmp,
+                                bin=tmp)
+            with self.assertRaisesRegex(ValueError, "scripts/build.sh smpi"):
+                run.launcher("smpi", "smpi", 40, options)
+            fake_tool(tmp, "tb-smpirun", "exit 0")
+            cmd, env = run.launcher("smpi", "smpi", 40, options)
+            self.assertEqual(cmd, [os.path.join(tmp, "tb-smpirun"), "--cfg=smpi/simulate-computation:no", "-np", "40"])
+            self.assertEqual(env["TB_SMPI_PLATFORM"], options.platform)
+            with open(env["TB_SMPI_HOSTFILE"]) as f:
+                self.assertEqual(f.read().split(), ["node-0"] * 32 + ["node-1"] * 8)
+            with self.assertRaisesRegex(ValueError, "smpi mode only"):
+                run.launcher("intra", "smpi", 2, options)
+            with self.assertRaisesRegex(ValueError, "smpi mode only"):
+                run.launcher("smpi", "mpich", 2, options)
+
+    def test_a_point_on_another_platform_is_another_point(self):
+        d, p = {"name": "t", "tool": "tb-redistribute"}, {"ranks": 4}
+        a = run.point_key(d, p, "smpi", "smpi", {"platform": "a.xml"})
+        self.assertNotEqual(a, run.point_key(d, p, "smpi", "smpi", {"platform": "b.xml"}))
+        self.assertEqual(run.point_key(d, p, "intra", "mpich", {}), run.point_key(d, p, "intra", "mpich"))
+
+
+class SmpiMode(ToolAgnostic):
+    """run.py --mode smpi end to end with a fake tb-smpirun that runs the program itself."""
+
+    def setUp(self):
+        super().setUp()
+        # The fake tb-smpirun drops its options and -np N and runs the program with its arguments.
+        fake_tool(self.tmp, "tb-smpirun", "")
+        with open(os.path.join(self.tmp, "tb-smpirun"), "w") as f:
+            f.write('#!/bin/sh\nwhile [ "$1" != -np ]; do shift; done\nshift 2\nexec "$@"\n')
+        fake_tool(self.tmp, "tb-redistribute", 'echo "$TB_SMPI_PLATFORM $*" > "$out.args"; '
+                  'echo \'{"metadata": {}, "results": [{"method": "native", "verified": "off"}]}\' > "$out"; '
+                  'cp "$out.args" "$out.args.kept"; cat "$TB_SMPI_HOSTFILE" | wc -l >> "$out.args.kept"')
+        self.platform = os.path.join(PLATFORMS, "xc40-dragonfly.xml")
+
+    def run_smpi(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), mock.patch.object(sys, "stderr", err):
+            status = run.main(list(argv) + ["--store", self.store, "--bin", self.tmp])
+        return status, out.getvalue(), err.getvalue()
+
+    def test_rows_carry_the_mode_the_platform_and_verification_off(self):
+        d = self.definition(tool="tb-redistribute", ranks=[4, 40], args={"--shape": "8,8"})
+        status, out, err = self.run_smpi(d, "--mode", "smpi", "--platform", self.platform, "--compute", "off")
+        self.assertEqual(status, 0, err)
+        rows = self.rows()
+        self.assertEqual([r["ranks"] for r in rows], [4, 40])
+        for r in rows:
+            self.assertEqual((r["mode"], r["mpi"], r["platform"]), ("smpi", "smpi", "experiments/platforms/xc40-dragonfly.xml"))
+            self.assertEqual((r["smpi_compute"], r["smpi_arrays"], r["verification"]), ("off", "shared", "off"))
+            self.assertIn("--smpi-shared-arrays", r["command"])
+            self.assertIn("--cfg=smpi/simulate-computation:no", r["command"])
+        self.assertIn("platform experiments/platforms/xc40-dragonfly.xml", out)
+        # Private arrays are other points, verified, without the flag.
+        status, _, err = self.run_smpi(d, "--mode", "smpi", "--platform", self.platform, "--smpi-arrays", "private")
+        self.assertEqual(status, 0, err)
+        private = self.rows()[2:]
+        self.assertEqual([(r["smpi_arrays"], r["verification"]) for r in private], [("private", "on")] * 2)
+        self.assertNotIn("--smpi-shared-arrays", private[0]["command"])
+
+    def test_bad_smpi_options_are_clear_errors(self):
+        d = self.definition(tool="tb-redistribute", ranks=[4], args={})
+        for argv, message in [((), "smpi mode needs --platform"),
+                              (("--platform", "nowhere.xml"), "nowhere.xml: no such platform file"),
+                              (("--platform", self.platform, "--mpi", "mpich"), "smpi mode runs the smpi build")]:
+            with self.assertRaises(SystemExit), mock.patch.object(sys, "stderr", io.StringIO()) as err:
+                run.main([d, "--mode", "smpi", *argv, "--store", self.store])
+            self.assertIn(message, err.getvalue())
+        with self.assertRaises(SystemExit), mock.patch.object(sys, "stderr", io.StringIO()) as err:
+            run.main([d, "--platform", self.platform, "--store", self.store])
+        self.assertIn("--platform is for smpi mode", err.getvalue())
+        big = self.definition(tool="tb-redistribute", ranks=[3], args={})
+        status, _, err = self.run_smpi(big, "--mode", "smpi", "--platform", os.path.join(PLATFORMS, "this-host.xml"))
+        self.assertEqual(status, 2)
+        self.assertIn("3 ranks do not fit", err)
+
+    def test_the_report_keeps_simulated_rows_apart(self):
+        sys.path.insert(0, os.path.join(run.ROOT, "analysis"))
+        import pandas as pd
+        import report
+        df = report.with_platform_modes(pd.DataFrame([
+            {"mode": "intra", "platform": None}, {"mode": "smpi", "platform": "experiments/platforms/torus.xml"},
+            {"mode": "smpi", "platform": "/x/this-host.xml"}]))
+        self.assertEqual(list(df["mode"]), ["intra", "smpi:torus", "smpi:this-host"])
+
+
 if __name__ == "__main__":
     unittest.main()
