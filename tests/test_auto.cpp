@@ -340,6 +340,37 @@ TEST(Auto, RepeatedCallsAreClassifiedAgainWhenTheirCountsOrTypesChange) {
   std::remove(path.c_str());
 }
 
+// auto keeps the state of the last communicator it ran on; a freed communicator's handle, taken
+// by the next communicator (MPI reuses handles), must not bring that state back. The table gives
+// the world's node layout pairwise and a one-rank communicator pack_alltoallv.
+TEST(Auto, AFreedCommunicatorsReusedHandleGetsItsOwnState) {
+  if (test::world_size() < 2) GTEST_SKIP() << "needs a node layout other than one rank";
+  const TuningNodeLayout world = this_layout(), single{1, 1, 1};
+  const std::string path = write_table("comms", entry("contiguous", "[0, null]", "pairwise", "", &world) + "," +
+                                                     entry("contiguous", "[0, null]", "pack_alltoallv", "", &single));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  auto algorithm = make_alltoallw("auto");
+  Exchange call = uniform_exchange(3);
+  MPI_Comm dup;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  AlltoallwArgs args = call.args();
+  args.comm = dup;
+  algorithm->run(args);
+  EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pairwise")) << algorithm->last_path();
+  const MPI_Comm freed = dup;
+  MPI_Comm_free(&dup);
+  MPI_Comm alone;
+  MPI_Comm_split(MPI_COMM_WORLD, test::world_rank(), 0, &alone);
+  std::printf("# the one-rank communicator %s the freed one's handle\n", alone == freed ? "reuses" : "does not reuse");
+  int one = 1, zero = 0, sent = 1000 + test::world_rank(), received = -1;
+  MPI_Datatype type = MPI_INT;
+  algorithm->run({&sent, &one, &zero, &type, &received, &one, &zero, &type, alone});
+  EXPECT_EQ(received, sent);
+  EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pack_alltoallv")) << algorithm->last_path();
+  MPI_Comm_free(&alone);
+  std::remove(path.c_str());
+}
+
 // TB_AUTO_AGREEMENT=assume-same: no agreement, and the path says so where one would have run.
 // Under TB_CHECKED=1 a false assertion (rank 0's own class chooses pairwise, the others' choose
 // pack_alltoallv) is an error on every rank naming the setting, before any exchange; the

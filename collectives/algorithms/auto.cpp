@@ -151,7 +151,10 @@ struct ClassMemo {
 // auto's state on a communicator: the node layout as the table keys it (the largest node's ranks
 // are agreed once: node sizes differ when ranks do not divide evenly), whether the current table
 // (or the rule) can choose differently between classes there, and the classes of recent calls.
+std::uint64_t g_states_dropped = 0;  // AutoStates deleted with their communicators so far
+
 struct AutoState {
+  ~AutoState() { ++g_states_dropped; }
   std::uint64_t serial = 0;  // unique per state, so that auto's recent decisions can name it
   TuningNodeLayout layout;
   bool facts_made = false;
@@ -174,6 +177,21 @@ AutoState* create_state(MPI_Comm comm) {
   auto state = new AutoState;
   state->serial = ++serials;
   state->layout = TuningNodeLayout{ranks, nodes.nodes, largest};
+  return state;
+}
+
+// The state on `comm`. The last one found is kept: the attribute lookup is a hash-table search in
+// some libraries, and a repeated call should not pay it. The handle of a freed communicator may be
+// reused by the next one, so the kept state is trusted only while no state has been deleted since.
+AutoState& state_of(MPI_Comm comm) {
+  static MPI_Comm last_comm = MPI_COMM_NULL;
+  static AutoState* last_state = nullptr;
+  static std::uint64_t last_dropped = 0;
+  if (comm == last_comm && last_dropped == g_states_dropped) return *last_state;
+  AutoState& state = CommCache<AutoState>::get(comm, create_state);
+  last_comm = comm;
+  last_state = &state;
+  last_dropped = g_states_dropped;
   return state;
 }
 
@@ -241,7 +259,7 @@ AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const Al
     table_path_ = path;
   }
   const TuningTable* table = table_.get();
-  AutoState& state = CommCache<AutoState>::get(args.comm, create_state);
+  AutoState& state = state_of(args.comm);
   if (!state.facts_made || state.facts_table != table) state.make_facts(table);
   CallClass call = state.classify(args, comm);
   const bool assume = settings().auto_agreement.get() == AutoAgreement::assume_same;
