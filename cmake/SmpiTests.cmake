@@ -96,3 +96,32 @@ add_test(NAME smpi.no-ucx-zcopy.np2
          COMMAND ${PROJECT_SOURCE_DIR}/tests/expect_output.sh --fail "unknown Alltoallw algorithm 'ucx_zcopy'; registered: native"
                  ${TB_SMPI_LAUNCH} -np 2 $<TARGET_FILE:tb-redistribute> --shape 8,8 --method ucx_zcopy --outer 1)
 set_tests_properties(smpi.no-ucx-zcopy.np2 PROPERTIES TIMEOUT 60 LABELS "mpi;smpi;np2")
+
+# The runner's smpi mode end to end (experiments/run.py --mode smpi): the tiny definition
+# experiments/definitions/smpi_ci_tiny.json (4 ranks on one simulated node, 36 on two) on the
+# XC40-like dragonfly platform into a fresh store; analysis/store.py must read back every point's
+# rows with mode and mpi smpi, the platform named, shared arrays and verification off, and the
+# tool's own rows saying "off" where a method was timed.
+set(smpi_run_dir ${CMAKE_CURRENT_BINARY_DIR}/smpi-run-mode)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/check_smpi_store.py [=[
+import sys
+sys.path.insert(0, sys.argv[1] + "/analysis")
+from store import read_rows  # the one reader of a store
+rows, platform = read_rows(sys.argv[2]), sys.argv[3]
+want = {"mode": "smpi", "mpi": "smpi", "platform": platform, "smpi_arrays": "shared", "verification": "off",
+        "experiment": "smpi_ci_tiny"}
+wrong = [r for r in rows if any(r.get(k) != v for k, v in want.items())]
+methods = {r["method"]: r["verified"] for r in rows if r["ranks"] == 36}
+problems = [f"{len(wrong)} row(s) not {want}"] if wrong else []
+if sorted({r["ranks"] for r in rows}) != [4, 36]:
+    problems.append(f"ranks {sorted({r['ranks'] for r in rows})}, not [4, 36]")
+if methods.get("alltoallw:native") != "off" or not any(m.startswith("local_remap") for m in methods):
+    problems.append(f"the 36-rank methods are {methods}")
+print(f"smpi run mode: {'FAILED: ' + '; '.join(problems) if problems else 'ok'} ({len(rows)} rows)")
+]=])
+add_test(NAME smpi.experiments.run-mode
+         COMMAND /bin/sh -c "rm -rf \"$1\" && mkdir -p \"$1\" && /usr/bin/python3 \"$2/experiments/run.py\" \"$2/experiments/definitions/smpi_ci_tiny.json\" --mode smpi --platform \"$2/experiments/platforms/xc40-dragonfly.xml\" --bin \"$3\" --store \"$1/store.jsonl\" && /usr/bin/python3 \"$4\" \"$2\" \"$1/store.jsonl\" experiments/platforms/xc40-dragonfly.xml"
+                 smpi-run-mode ${smpi_run_dir} ${PROJECT_SOURCE_DIR} ${CMAKE_BINARY_DIR}/bin
+                 ${CMAKE_CURRENT_BINARY_DIR}/check_smpi_store.py)
+set_tests_properties(smpi.experiments.run-mode PROPERTIES TIMEOUT 60 LABELS "smpi;python"
+                     PASS_REGULAR_EXPRESSION "smpi run mode: ok" FAIL_REGULAR_EXPRESSION "FAILED|Traceback")
