@@ -170,21 +170,23 @@ def platform_hosts(platform):
     return hosts
 
 
-def smpi_hostfile(platform, ranks):
+def smpi_hostfile(platform, ranks, per_node=None):
     """The text of an SMPI hostfile for `ranks` ranks: the platform's hosts in order, each named
-    once per core it has, so consecutive ranks share a node. ValueError if they do not fit."""
+    once per core it has (at most `per_node` times), so consecutive ranks share a node.
+    ValueError if they do not fit."""
     lines = []
     for host, cores in platform_hosts(platform):
-        lines += [host] * cores
+        lines += [host] * min(cores, per_node or cores)
         if len(lines) >= ranks:
             return "\n".join(lines[:ranks]) + "\n"
-    raise ValueError(f"platform {platform}: {ranks} ranks do not fit on its {len(lines)} cores")
+    per = f" at {per_node} per node" if per_node else ""
+    raise ValueError(f"platform {platform}: {ranks} ranks do not fit on its {len(lines)} cores{per}")
 
 
 def smpi_launcher(ranks, options):
     """tb-smpirun of the smpi build (options.bin, else build/smpi/bin) on options.platform with a
-    hostfile for `ranks` ranks, written into options.smpi_dir; options.compute "off" skips
-    compute bursts."""
+    hostfile for `ranks` ranks (at most options.ranks_per_node per host), written into
+    options.smpi_dir; options.compute "off" skips compute bursts."""
     platform = getattr(options, "platform", None)
     if not platform:
         raise ValueError("smpi mode needs --platform (a SimGrid platform file, e.g. experiments/platforms/*.xml)")
@@ -193,7 +195,7 @@ def smpi_launcher(ranks, options):
         raise ValueError(f"smpi mode: no {smpirun}; build the smpi variant with scripts/build.sh smpi")
     hostfile = os.path.join(options.smpi_dir, f"hosts-{ranks}")
     with open(hostfile, "w") as f:
-        f.write(smpi_hostfile(platform, ranks))
+        f.write(smpi_hostfile(platform, ranks, getattr(options, "ranks_per_node", None)))
     compute = getattr(options, "compute", "on")
     cmd = [smpirun, f"--cfg=smpi/simulate-computation:{'yes' if compute == 'on' else 'no'}", "-np", str(ranks)]
     return cmd, {"TB_SMPI_PLATFORM": os.path.abspath(platform), "TB_SMPI_HOSTFILE": hostfile}
@@ -349,6 +351,7 @@ def main(argv=None):
     parser.add_argument("--hostfile", help="cluster mode: the hosts to run on")
     parser.add_argument("--platform", help="smpi mode: the SimGrid platform file")
     parser.add_argument("--compute", choices=COMPUTE, default="on", help="smpi mode: simulate compute bursts or skip them")
+    parser.add_argument("--ranks-per-node", type=int, help="smpi mode: at most this many ranks per host (default: its cores)")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the job (repeatable; wins over the mode's)")
     parser.add_argument("--out", help="ask the tool for its results in this file (its own option, see TOOLS)")

@@ -62,7 +62,8 @@ Modes (what "mpiexec" means):
              rank count (the platform's hosts in order, one rank per core). --compute off skips
              compute bursts (smpi/simulate-computation:no); --smpi-arrays shared (the default)
              gives the tools that can (SMPI_SHARED_ARRAYS) their arrays from SMPI's shared
-             malloc, and their verification is then off. Rows carry mpi "smpi", "platform",
+             malloc, and their verification is then off; --ranks-per-node K puts at most K
+             ranks on a host. Rows carry mpi "smpi", "platform",
              "smpi_compute", "smpi_arrays" and "verification"; the point key includes them, so
              each platform's points are their own.
 The launch itself (mpiexec per MPI build and mode, the finalize-hang watch) is
@@ -261,8 +262,11 @@ def smpi_fields(definition, options):
     platform = os.path.abspath(options.platform)
     if platform.startswith(ROOT + os.sep):
         platform = os.path.relpath(platform, ROOT)
-    return {"platform": platform, "smpi_compute": options.compute,
-            "smpi_arrays": "shared" if shared else "private", "verification": "off" if shared else "on"}
+    fields = {"platform": platform, "smpi_compute": options.compute,
+              "smpi_arrays": "shared" if shared else "private", "verification": "off" if shared else "on"}
+    if options.ranks_per_node:  # only when set, so that the keys of filled nodes stay as they are
+        fields["smpi_ranks_per_node"] = options.ranks_per_node
+    return fields
 
 
 def run_point(definition, point, mode, mpi, options):
@@ -412,6 +416,9 @@ def main(argv=None):
     parser.add_argument("--platform", help="smpi mode: the SimGrid platform file (experiments/platforms/*.xml)")
     parser.add_argument("--compute", choices=launch.COMPUTE, default="on",
                         help="smpi mode: simulate compute bursts (timed here, scaled by the host speed) or skip them")
+    parser.add_argument("--ranks-per-node", type=int,
+                        help="smpi mode: at most this many ranks per simulated host (default: as many as its cores), "
+                             "e.g. 1 for the paper's 'distributed' runs")
     parser.add_argument("--smpi-arrays", choices=("shared", "private"), default="shared",
                         help="smpi mode: shared: tools that can take their arrays from SMPI's shared malloc "
                              "(little memory, verification off); private: ordinary arrays, verified")
@@ -441,7 +448,8 @@ def main(argv=None):
         parser.error("cluster mode needs --hostfile (or --slurm to write a batch script)")
     if options.mode == launch.SMPI:
         try:  # a platform that cannot hold the largest point fails now, not after hours of others
-            launch.smpi_hostfile(options.platform, max(p["ranks"] for p in points)) if points else None
+            if points:
+                launch.smpi_hostfile(options.platform, max(p["ranks"] for p in points), options.ranks_per_node)
         except ValueError as e:
             print(f"run.py: {e}", file=sys.stderr)
             return 2
@@ -496,14 +504,16 @@ def check_smpi_options(options):
     that do not fit the mode, else None."""
     if options.mode != launch.SMPI:
         options.mpi = options.mpi or "mpich"
-        if options.platform:
-            return "--platform is for smpi mode (--mode smpi)"
+        if options.platform or options.ranks_per_node:
+            return "--platform and --ranks-per-node are for smpi mode (--mode smpi)"
         return None
     if options.mpi:
         return f"smpi mode runs the smpi build (build/smpi); --mpi {options.mpi} is for the other modes"
     options.mpi = launch.SMPI
     if not options.platform:
         return "smpi mode needs --platform, a SimGrid platform file (experiments/platforms/*.xml)"
+    if options.ranks_per_node is not None and options.ranks_per_node < 1:
+        return f"--ranks-per-node must be at least 1, not {options.ranks_per_node}"
     if not os.path.isfile(options.platform):
         return f"--platform {options.platform}: no such platform file (experiments/platforms/ has the testbed's)"
     return None

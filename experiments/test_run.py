@@ -653,6 +653,10 @@ class SmpiPlatforms(unittest.TestCase):
         self.assertEqual(text.splitlines(), ["node-0"] * 32 + ["node-1"] * 4)
         with self.assertRaisesRegex(ValueError, "3 ranks do not fit on its 2 cores"):
             run.launch.smpi_hostfile(os.path.join(PLATFORMS, "this-host.xml"), 3)
+        text = run.launch.smpi_hostfile(os.path.join(PLATFORMS, "torus.xml"), 3, per_node=1)
+        self.assertEqual(text.split(), ["node-0", "node-1", "node-2"])
+        with self.assertRaisesRegex(ValueError, "2 ranks do not fit on its 1 cores at 1 per node"):
+            run.launch.smpi_hostfile(os.path.join(PLATFORMS, "this-host.xml"), 2, per_node=1)
 
     def test_radicals_and_bad_files(self):
         self.assertEqual(run.launch.expand_radical("0-2,5"), [0, 1, 2, 5])
@@ -673,7 +677,7 @@ class SmpiPlatforms(unittest.TestCase):
     def test_launcher_writes_the_hostfile_and_skips_compute_on_request(self):
         with tempfile.TemporaryDirectory() as tmp:
             options = mock.Mock(platform=os.path.join(PLATFORMS, "fat-tree.xml"), compute="off", smpi_dir=tmp,
-                                bin=tmp)
+                                bin=tmp, ranks_per_node=None)
             with self.assertRaisesRegex(ValueError, "scripts/build.sh smpi"):
                 run.launcher("smpi", "smpi", 40, options)
             fake_tool(tmp, "tb-smpirun", "exit 0")
@@ -732,6 +736,10 @@ class SmpiMode(ToolAgnostic):
         private = self.rows()[2:]
         self.assertEqual([(r["smpi_arrays"], r["verification"]) for r in private], [("private", "on")] * 2)
         self.assertNotIn("--smpi-shared-arrays", private[0]["command"])
+        # One rank per node: other points again, the setting in the rows.
+        status, _, err = self.run_smpi(d, "--mode", "smpi", "--platform", self.platform, "--ranks-per-node", "1")
+        self.assertEqual(status, 0, err)
+        self.assertEqual([r.get("smpi_ranks_per_node") for r in self.rows()[4:]], [1, 1])
 
     def test_bad_smpi_options_are_clear_errors(self):
         d = self.definition(tool="tb-redistribute", ranks=[4], args={})
@@ -743,7 +751,7 @@ class SmpiMode(ToolAgnostic):
             self.assertIn(message, err.getvalue())
         with self.assertRaises(SystemExit), mock.patch.object(sys, "stderr", io.StringIO()) as err:
             run.main([d, "--platform", self.platform, "--store", self.store])
-        self.assertIn("--platform is for smpi mode", err.getvalue())
+        self.assertIn("--platform and --ranks-per-node are for smpi mode", err.getvalue())
         big = self.definition(tool="tb-redistribute", ranks=[3], args={})
         status, _, err = self.run_smpi(big, "--mode", "smpi", "--platform", os.path.join(PLATFORMS, "this-host.xml"))
         self.assertEqual(status, 2)
