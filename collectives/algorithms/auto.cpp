@@ -148,11 +148,11 @@ struct ClassMemo {
   }
 };
 
+std::uint64_t g_states_dropped = 0;  // AutoStates deleted with their communicators so far
+
 // auto's state on a communicator: the node layout as the table keys it (the largest node's ranks
 // are agreed once: node sizes differ when ranks do not divide evenly), whether the current table
 // (or the rule) can choose differently between classes there, and the classes of recent calls.
-std::uint64_t g_states_dropped = 0;  // AutoStates deleted with their communicators so far
-
 struct AutoState {
   ~AutoState() { ++g_states_dropped; }
   std::uint64_t serial = 0;  // unique per state, so that auto's recent decisions can name it
