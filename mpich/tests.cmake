@@ -110,17 +110,27 @@ add_test(NAME mpich.cvar.truncate.node_leader_cliques2.np3
                  -- ${tb_mpirun} 3 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} truncate)
 set_tests_properties(mpich.cvar.truncate.node_leader_cliques2.np3 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
                      ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader;MPIR_CVAR_NUM_CLIQUES=2")
-# node_leader when one node cannot allocate its data segment (patch 0007): the victim gets
-# MPI_ERR_NO_MEM, every other process an error, and nobody waits (the timeout is the hang check).
-# Victim 1 is alone on its node (private memory), 0 is the shared node's leader, 2 its other rank.
+# node_leader when one node cannot allocate its data segment (patch 0007) or, on the first call,
+# its control area (patch 0012): the victim gets an error (MPI_ERR_NO_MEM for the data segment),
+# every other process an error, and nobody waits (the timeout is the hang check). Victim 1 is
+# alone on its node (private memory), 0 is the shared node's leader, 2 its other rank; the
+# control area can be made to fail only on the shared node (the lone process takes its few
+# bytes from the heap).
 add_executable(tb_mpich_node_leader_nomem ${PROJECT_SOURCE_DIR}/mpich/tests/node_leader_nomem.c)
 target_link_libraries(tb_mpich_node_leader_nomem PRIVATE MPI::MPI_C)
-foreach(victim 0 1 2)
-  add_test(NAME mpich.node_leader.nomem.victim${victim}.np3
+foreach(case data.0 data.1 data.2 control.0 control.2)
+  string(REPLACE "." ";" parts ${case})
+  list(GET parts 0 segment)
+  list(GET parts 1 victim)
+  set(name mpich.node_leader.nomem.victim${victim}.np3)
+  if(segment STREQUAL "control")
+    set(name mpich.node_leader.nomem-control.victim${victim}.np3)
+  endif()
+  add_test(NAME ${name}
            COMMAND ${tb_expect} --match "rank 0 .*as expected" --match "rank 1 .*as expected"
                    --match "rank 2 .*as expected" --absent "WRONG"
-                   -- ${tb_mpirun} 3 ${TB_MPIEXEC_FLAGS} $<TARGET_FILE:tb_mpich_node_leader_nomem> ${victim})
-  set_tests_properties(mpich.node_leader.nomem.victim${victim}.np3 PROPERTIES TIMEOUT 60 LABELS "mpi;mpich-patched"
+                   -- ${tb_mpirun} 3 ${TB_MPIEXEC_FLAGS} $<TARGET_FILE:tb_mpich_node_leader_nomem> ${victim} ${segment})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 60 LABELS "mpi;mpich-patched"
                        ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader;MPIR_CVAR_NUM_CLIQUES=2")
 endforeach()
 # node_leader without a node hierarchy (one rank per node: np2 on two cliques) falls back visibly.
