@@ -60,21 +60,47 @@ std::vector<Phase> native_schedule(const CommPattern& pat, const ScheduleOptions
   return {std::move(p)};
 }
 
+// The communicators of the call: a redistribution's pattern covers every rank of the grid, and
+// only the ranks of one sub-communicator exchange data, so the groups of ranks joined by data
+// (in either direction) are its sub-communicators, each in rank order.
+std::vector<std::vector<int>> communicators(const CommPattern& pat) {
+  const int n = pat.ranks();
+  std::vector<int> root(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) root[r] = r;
+  auto find = [&](int r) {
+    while (root[r] != r) r = root[r] = root[root[r]];
+    return r;
+  };
+  for (int s = 0; s < n; ++s)
+    for (int d = 0; d < n; ++d)
+      if (s != d && pat.at(s, d).bytes > 0) root[find(s)] = find(d);
+  std::map<int, std::vector<int>> groups;
+  for (int r = 0; r < n; ++r) groups[find(r)].push_back(r);
+  std::vector<std::vector<int>> list;
+  for (auto& [first, members] : groups) list.push_back(std::move(members));
+  return list;
+}
+
+// Step k of every communicator at once: its i-th rank sends to its (i + k)-th (mod its size).
 std::vector<Phase> pairwise_schedule(const CommPattern& pat, const ScheduleOptions&) {
   const int n = pat.ranks();
+  const auto comms = communicators(pat);
+  std::size_t largest = 1;
+  for (const auto& c : comms) largest = std::max(largest, c.size());
   std::vector<Phase> phases;
   Phase self = empty_phase("self copy", n);
   self_copies(self, pat);
   phases.push_back(std::move(self));
-  for (int k = 1; k < n; ++k) {
+  for (std::size_t k = 1; k < largest; ++k) {
     Phase p = empty_phase("step " + std::to_string(k), n);
-    for (int s = 0; s < n; ++s) {
-      const int d = (s + k) % n;
-      const auto& t = pat.at(s, d);
-      if (t.bytes == 0) continue;
-      p.messages.push_back({s, d, static_cast<double>(t.bytes)});
-      library_pack(p, s, d, t);
-    }
+    for (const auto& c : comms)
+      for (std::size_t i = 0; k < c.size() && i < c.size(); ++i) {
+        const int s = c[i], d = c[(i + k) % c.size()];
+        const auto& t = pat.at(s, d);
+        if (t.bytes == 0) continue;
+        p.messages.push_back({s, d, static_cast<double>(t.bytes)});
+        library_pack(p, s, d, t);
+      }
     phases.push_back(std::move(p));
   }
   return phases;

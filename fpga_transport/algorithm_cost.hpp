@@ -11,8 +11,10 @@
 //   native          one phase, every message at once (MPICH and Open MPI post all isend/irecv);
 //                   a non-contiguous side is packed or unpacked by the library (MPICH's ch4:ucx
 //                   packs every non-contiguous datatype), the self part is one copy.
-//   pairwise        P-1 phases, step k: rank r sends to r+k, receives from r-k; the library packs
-//                   per message as native does; the self copy in a phase of its own.
+//   pairwise        per communicator of P ranks, P-1 phases, step k: rank r sends to r+k,
+//                   receives from r-k; the library packs per message as native does; the self
+//                   copy in a phase of its own. A redistribution's sub-communicators step
+//                   together; they are the groups of ranks that exchange data.
 //   pack_alltoallv  pack everything, one phase of contiguous messages, unpack everything.
 //   local_remap     the redistribution baseline (pack, MPI_Alltoall(v), unpack): the same
 //                   schedule as pack_alltoallv in this model.

@@ -101,10 +101,11 @@ struct MemoryModel {
   std::vector<std::pair<double, double>> streaming_bandwidth_by_bytes;  // sorted by bytes
   double streaming_from_bytes = 4.0 * (1 << 20);                       // kStreamingCopyBytes
   bool by_working_set = true;  // false: bandwidth at the copy's own size (tb-model --without working_set)
+  bool local_work = true;      // false: copies take no time, as in SMPI with compute off (--without local_work)
   double bandwidth_at(double bytes, bool streaming = false) const;
   double copy_time_s(double bytes, double blocks, double working_set_bytes = 0.0, bool streaming = false) const {
     const double lookup = by_working_set ? std::max(bytes, working_set_bytes) : bytes;
-    return bytes > 0 ? bytes / bandwidth_at(lookup, streaming) + blocks * per_block_s : 0.0;
+    return bytes > 0 && local_work ? bytes / bandwidth_at(lookup, streaming) + blocks * per_block_s : 0.0;
   }
 };
 

@@ -12,6 +12,8 @@ const std::vector<ModelTerm>& switchable_terms() {
        "tb-beff --fit-out (networks/host_calibrated.json, key 'library')"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
+      {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
+       "the memory model and the library engine above; SMPI with compute off charges none (run.py --compute off)"},
       {"working_set", "local work: copy bandwidth at the bytes a rank touches in the whole call",
        "tb-model's memory measurement (--save-memory, key 'bandwidth_by_bytes')"},
   };
@@ -25,6 +27,9 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_library();
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
+  } else if (term == "local_work") {
+    memory.local_work = false;
+    for (Network& n : networks) n.drop_library();  // the library's packing falls back to `memory`: free too
   } else if (term == "working_set") {
     memory.by_working_set = false;
   } else {

@@ -58,7 +58,7 @@ void read_section(const nlohmann::json& spec, const char* key, T& value) {
 Network Network::from_json(const nlohmann::json& spec, int ranks) {
   if (ranks < 1) throw std::invalid_argument("network: at least one rank");
   check_keys(spec, "", {"name", "comment", "kind", "topology", "torus_dims", "links", "channels_per_fpga", "ranks_per_node",
-                        "iec", "pcie_mpi", "host", "library", "calibration"});
+                        "iec", "pcie_mpi", "host", "cluster", "library", "calibration"});
   Network n;
   n.ranks_ = ranks;
   n.name_ = "unnamed";
@@ -69,7 +69,11 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
   if (kind == "iec") n.kind_ = NetworkKind::iec;
   else if (kind == "pcie_mpi") n.kind_ = NetworkKind::pcie_mpi;
   else if (kind == "host") n.kind_ = NetworkKind::host;
-  else throw std::invalid_argument("network " + n.name_ + ": kind must be iec, pcie_mpi or host, got '" + kind + "'");
+  else if (kind == "cluster") n.kind_ = NetworkKind::cluster;
+  else throw std::invalid_argument("network " + n.name_ + ": kind must be iec, pcie_mpi, host or cluster, got '" + kind + "'");
+  if (n.kind_ == NetworkKind::cluster && !spec.contains("cluster"))
+    throw std::invalid_argument("network " + n.name_ + ": kind cluster needs the key 'cluster' "
+                                "(experiments/platform_network.py writes it from a SimGrid platform)");
   if (n.kind_ == NetworkKind::host && !spec.contains("host"))
     throw std::invalid_argument("network " + n.name_ + ": kind host needs the key 'host' (alpha_s, beta_s_per_byte)");
   if (n.kind_ == NetworkKind::pcie_mpi && !spec.contains("pcie_mpi"))
@@ -83,6 +87,7 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
     }
   }
   read_section(spec, "host", n.host_);
+  read_section(spec, "cluster", n.cluster_);
   if (spec.contains("library")) {
     read_section(spec, "library", n.library_);
     n.has_library_ = true;
@@ -90,11 +95,11 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
   if (spec.contains("calibration")) require_object(spec.at("calibration"), "'calibration'");
   n.topology_ = n.kind_ == NetworkKind::iec ? "ring" : "switch";
   read_key(spec, "", "topology", n.topology_);
-  n.ranks_per_node_ = n.kind_ == NetworkKind::host ? 0 : 1;
+  n.ranks_per_node_ = n.kind_ == NetworkKind::host ? 0 : n.kind_ == NetworkKind::cluster ? n.cluster_.cores_per_node : 1;
   read_key(spec, "", "ranks_per_node", n.ranks_per_node_);
   if (n.ranks_per_node_ < 0)
     throw std::invalid_argument("network " + n.name_ + ": ranks_per_node must be >= 0 (0: all ranks on one node)");
-  if (n.ranks_per_node_ == 0) n.ranks_per_node_ = ranks;
+  n.place_ranks(n.ranks_per_node_ == 0 ? ranks : n.ranks_per_node_);
   n.adjacency_.assign(static_cast<std::size_t>(ranks), {});
   if (n.kind_ == NetworkKind::iec) {
     n.wire_iec_links(spec);
@@ -220,6 +225,32 @@ std::vector<int> Network::route(int src, int dst) const {
   return path;
 }
 
+void Network::place_ranks(int per_node) {
+  if (per_node < 1) throw std::invalid_argument("network " + name_ + ": ranks per node must be >= 1");
+  if (kind_ == NetworkKind::cluster) {
+    if (per_node > cluster_.cores_per_node)
+      throw std::invalid_argument("network " + name_ + ": " + std::to_string(per_node) + " ranks per node, but its nodes have " +
+                                  std::to_string(cluster_.cores_per_node) + " cores");
+    if (static_cast<std::int64_t>(per_node) * cluster_.nodes < ranks_)
+      throw std::invalid_argument("network " + name_ + ": " + std::to_string(ranks_) + " ranks do not fit on its " +
+                                  std::to_string(cluster_.nodes) + " nodes at " + std::to_string(per_node) + " per node");
+  }
+  ranks_per_node_ = per_node;
+}
+
+// Ranks r and s share node r / ranks_per_node; on-node messages each take the loopback alone.
+double Network::cluster_phase_s(const std::vector<Message>& messages) const {
+  double on_node = 0.0;
+  std::vector<std::pair<std::pair<int, int>, double>> between;
+  for (const Message& m : messages) {
+    if (m.src == m.dst || m.bytes <= 0) continue;
+    const int a = m.src / ranks_per_node_, b = m.dst / ranks_per_node_;
+    if (a == b) on_node = std::max(on_node, cluster_.on_node_message_s(m.bytes));
+    else between.push_back({{a, b}, m.bytes});
+  }
+  return std::max(on_node, cluster_.between_nodes_s(between));
+}
+
 IecLink Network::link_model(int u, int v) const {
   IecLink m = iec_;
   for (const Edge& e : adjacency_[u])
@@ -245,6 +276,8 @@ std::vector<bool> Network::shares_node(const std::vector<double>& bytes) const {
 
 double Network::phase_time_s(const std::vector<Message>& messages) const {
   switch (kind_) {
+    case NetworkKind::cluster:
+      return cluster_phase_s(messages);
     case NetworkKind::iec: {
       std::map<std::pair<int, int>, double> chunks;  // directed link -> chunks
       int longest = 0;
@@ -337,6 +370,9 @@ std::string Network::describe() const {
         s << "; node contention (" << pcie_.fpgas_per_node << " FPGAs per node): +" << pcie_.node_contention_s(1) * 1e6
           << " us per transfer at 1 B, +" << pcie_.node_contention_s(1 << 20) * 1e6 << " us at 1 MiB";
       if (!pcie_.calibration.empty()) s << " [" << pcie_.calibration << "]";
+      break;
+    case NetworkKind::cluster:
+      s << cluster_.describe() << "; " << ranks_per_node_ << " ranks per node";
       break;
     case NetworkKind::host:
       s << "host Hockney, alpha " << host_.alpha_s * 1e6 << " us, " << host_.bandwidth_bytes_per_s() / 1e9 << " GB/s";

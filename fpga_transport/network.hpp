@@ -20,9 +20,14 @@
 //             Node contention: with fpgas_per_node > 1 (ranks numbered node by node), each transfer
 //             of a rank whose node has another FPGA transferring in the same stage takes
 //             node_contention(L) longer (link_models.hpp, hpcc_reference.hpp).
+//   cluster   a SimGrid cluster as SMPI simulates it (cluster_fabric.hpp): ranks fill its nodes
+//             ranks_per_node at a time (default: its cores per node); messages within a node
+//             each take the loopback alone, the others a bottleneck bound over the directed
+//             links of their routes; the phase takes the longer of the two.
 // Messages from a rank to itself are local copies, costed by the schedule, never by the network.
 #pragma once
 
+#include "fpga_transport/cluster_fabric.hpp"
 #include "fpga_transport/link_models.hpp"
 
 #include <nlohmann/json.hpp>
@@ -37,13 +42,14 @@ struct Message {
   double bytes = 0.0;
 };
 
-enum class NetworkKind { iec, pcie_mpi, host };
+enum class NetworkKind { iec, pcie_mpi, host, cluster };
 
 class Network {
  public:
-  // From a JSON spec: {"name", "kind": "iec"|"pcie_mpi"|"host", "topology": "ring"|"torus"|"links",
-  // "torus_dims": [R, C], "links": [[u, v, channels]...], "channels_per_fpga", "iec": {...},
-  // "pcie_mpi": {...}, "host": {...}}. `ranks` is the number of FPGAs / processes.
+  // From a JSON spec: {"name", "kind": "iec"|"pcie_mpi"|"host"|"cluster", "topology":
+  // "ring"|"torus"|"links", "torus_dims": [R, C], "links": [[u, v, channels]...],
+  // "channels_per_fpga", "iec": {...}, "pcie_mpi": {...}, "host": {...}, "cluster": {...}}.
+  // `ranks` is the number of FPGAs / processes.
   static Network from_json(const nlohmann::json& spec, int ranks);
   static Network from_file(const std::string& path, int ranks);
 
@@ -51,8 +57,12 @@ class Network {
   NetworkKind kind() const { return kind_; }
   int ranks() const { return ranks_; }
   // Ranks per node for node_leader: "ranks_per_node" in the spec; default one per FPGA for iec
-  // and pcie_mpi (each FPGA is its own end point) and all ranks on one node for host.
+  // and pcie_mpi (each FPGA is its own end point), all ranks on one node for host, and the
+  // cores of a node for cluster, where it also places the ranks on the nodes.
   int ranks_per_node() const { return ranks_per_node_; }
+  // A cluster's placement: `per_node` ranks on each node (at most its cores; the nodes must hold
+  // every rank). Other kinds only record it for node_leader.
+  void place_ranks(int per_node);
   std::string describe() const;
 
   // Seconds for one phase of concurrent messages (self messages ignored).
@@ -67,6 +77,7 @@ class Network {
   const IecLink& iec() const { return iec_; }
   const PcieMpiPath& pcie_mpi() const { return pcie_; }
   const Hockney& host() const { return host_; }
+  const ClusterFabric& cluster() const { return cluster_; }
   // Switches for comparisons (tb-model --without): the same network without one of its terms.
   void drop_node_contention() { pcie_.node_contention = {}; }
   void drop_library() { has_library_ = false; }
@@ -82,6 +93,7 @@ class Network {
   void wire_iec_links(const nlohmann::json& spec);
   void build_routes();
   std::vector<bool> shares_node(const std::vector<double>& bytes) const;
+  double cluster_phase_s(const std::vector<Message>& messages) const;
   IecLink link_model(int u, int v) const;  // the IEC model of the link u -> v (its channel count)
 
   std::string name_;
@@ -91,6 +103,7 @@ class Network {
   IecLink iec_;
   PcieMpiPath pcie_;
   Hockney host_;
+  ClusterFabric cluster_;
   MemoryModel library_;
   bool has_library_ = false;
   std::vector<std::vector<Edge>> adjacency_;

@@ -305,9 +305,23 @@ TEST(CostTerms, FixedOverheadIsMeasuredMinusModelAtOneByte) {
   EXPECT_DOUBLE_EQ(fixed_overhead_s("native", 10e-6, 2, pcie_network(2, false), m, {}), 0.0);
 }
 
+// local_work off (SMPI with compute off charges no copies): pack_alltoallv on two ranks keeps
+// its messages (1 us + 100 ns each, one per rank) and loses its packing and unpacking, which
+// on 1 GB/s memory would be 150 ns + 150 ns.
+TEST(CostTerms, LocalWorkSwitchesOff) {
+  MemoryModel m = plain_memory(1e9, 0.0);
+  std::vector<Network> nets{host_network(2)};
+  const auto phases = schedule("pack_alltoallv", two_rank_pattern(), {});
+  EXPECT_NEAR(cost(phases, nets[0], m).local_s, 300e-9, 1e-15);
+  switch_off("local_work", nets, m);
+  const Cost c = cost(phases, nets[0], m);
+  EXPECT_DOUBLE_EQ(c.local_s, 0.0);
+  EXPECT_NEAR(c.communication_s, 1.1e-6, 1e-15);
+}
+
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 4u);
+  ASSERT_EQ(switchable_terms().size(), 5u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

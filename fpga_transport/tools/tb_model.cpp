@@ -117,7 +117,8 @@ void add_options(CLI::App& app, Options& o) {
   tb::add_list_option(app, "--algorithm", o.algorithms, "algorithms to cost (default: every registered one and local_remap)",
                       "name");
   app.add_option("--ranks-per-node", o.ranks_per_node,
-                 "node_leader's ranks per node (default: the network's; one per FPGA, all on one host)")
+                 "ranks per node: node_leader's, and a cluster network's placement (default: the network's; one per "
+                 "FPGA, all on one host, a cluster node's cores)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--pack-below", o.pack_below, "ucx_zcopy's packing threshold in bytes")
       ->capture_default_str()
@@ -136,7 +137,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--beff", o.beff, "also print the model b_eff of each network at the pattern's rank count");
   tb::add_list_option(app, "--without", o.without,
                       "model terms to switch off, for a comparison: node_contention, library_engine, streaming_stores, "
-                      "working_set (--list-terms says what each adds)",
+                      "local_work, working_set (--list-terms says what each adds)",
                       "term");
   app.add_flag("--list-terms", o.list_terms, "print the switchable model terms with their sources and exit");
   app.add_flag("--list-algorithms", o.list_algorithms, "print every algorithm with its schedule (or why it has none) and exit");
@@ -369,7 +370,10 @@ int run(Options& o) {
       o.networks.push_back(network_dir() + f);
   const auto chosen = chosen_algorithms(o);
   std::vector<tb::fpga::Network> nets;
-  for (const auto& f : o.networks) nets.push_back(tb::fpga::Network::from_file(f, ranks));
+  for (const auto& f : o.networks) {
+    nets.push_back(tb::fpga::Network::from_file(f, ranks));
+    if (o.ranks_per_node > 0) nets.back().place_ranks(o.ranks_per_node);  // a cluster's placement too
+  }
   const auto measured_1b = measured_at_one_byte(o.overheads_file);
   auto [memory, memory_source] = memory_model(o);  // saved (--save-memory) before any term is switched off
   for (const auto& term : o.without) tb::fpga::switch_off(term, nets, memory);

@@ -1,0 +1,145 @@
+// The cluster network (fpga_transport/cluster_fabric.hpp): SimGrid's routes, SMPI's factors and
+// the bottleneck bound of a phase, each on a case computed by hand in the comment above it.
+// docs/cost-model.md, "The cluster network", names these tests.
+#include "fpga_transport/algorithm_cost.hpp"
+#include "fpga_transport/cluster_fabric.hpp"
+#include "fpga_transport/network.hpp"
+
+#include <gtest/gtest.h>
+
+namespace tb::fpga {
+namespace {
+
+// A dragonfly of 2 groups x 2 chassis x 2 routers x 2 nodes (16 nodes), 1 GB/s and 1 us per link
+// with 1, 2 and 3 links (bandwidth x1, x2, x3) for green, black and blue; loopback 10 GB/s, 1 us;
+// factors 1; no envelope and no crosstraffic unless a test sets them.
+nlohmann::json small_dragonfly() {
+  return {{"topology", "DRAGONFLY"},
+          {"topo_parameters", {{2, 3}, {2, 2}, {2, 1}, {2}}},
+          {"nodes", 16},
+          {"cores_per_node", 2},
+          {"bandwidth_bytes_per_s", 1e9},
+          {"latency_s", 1e-6},
+          {"loopback_bandwidth_bytes_per_s", 1e10},
+          {"loopback_latency_s", 1e-6},
+          {"bandwidth_factor", {{0, 1.0}}},
+          {"latency_factor", {{0, 1.0}}},
+          {"envelope_bytes", 0},
+          {"crosstraffic", 0}};
+}
+
+ClusterFabric fabric(const nlohmann::json& j) { return j.get<ClusterFabric>(); }
+
+// SMPI's syntax: the factor of threshold T applies for T < P <= the next threshold, so 257 B
+// still takes threshold 0's factor and 258 B threshold 257's.
+TEST(ClusterFabric, SizeFactorAppliesAboveItsThreshold) {
+  SizeFactor f;
+  f.by_bytes = {{0, 0.8}, {257, 0.3}, {65472, 0.9}};
+  EXPECT_DOUBLE_EQ(f.at(16), 0.8);
+  EXPECT_DOUBLE_EQ(f.at(257), 0.8);
+  EXPECT_DOUBLE_EQ(f.at(258), 0.3);
+  EXPECT_DOUBLE_EQ(f.at(65472), 0.3);
+  EXPECT_DOUBLE_EQ(f.at(1 << 20), 0.9);
+}
+
+// Node id -> (group, chassis, router, node) = id / 8, id / 4 % 2, id / 2 % 2, id % 2.
+//   0 -> 1:  same router: node 0 up, node 1 down (2 links);
+//   0 -> 4:  router 0 of chassis 0 to router 0 of chassis 1: one black link (x2), 3 links;
+//   0 -> 2:  routers 0 and 1 of chassis 0: one green link, 3 links;
+//   4 -> 6:  routers 0 and 1 of chassis 1: green in chassis 1, then SimGrid 3.32 continues from
+//            router 1 of chassis 0 and takes black 0 <-> 1 at position 1: 4 links;
+//   2 -> 8:  other group: source router 1 is the position of group 1 (no green), chassis 0 (no
+//            black), the blue link (x3), arriving at group 1's router 0 = position of group 0,
+//            the destination's router (no green): 3 links;
+//   0 -> 8:  as 2 -> 8, but router 0 first takes the green link to router 1: 4 links.
+TEST(ClusterFabric, DragonflyRoutesAsSimGrid332) {
+  const ClusterFabric f = fabric(small_dragonfly());
+  auto bandwidths = [&](int s, int d) {
+    std::vector<double> b;
+    for (const auto& l : f.route(s, d)) b.push_back(l.bandwidth_bytes_per_s / 1e9);
+    return b;
+  };
+  EXPECT_EQ(bandwidths(0, 1), (std::vector<double>{1, 1}));
+  EXPECT_EQ(bandwidths(0, 4), (std::vector<double>{1, 2, 1}));
+  EXPECT_EQ(bandwidths(0, 2), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(bandwidths(4, 6), (std::vector<double>{1, 1, 2, 1}));
+  EXPECT_EQ(bandwidths(2, 8), (std::vector<double>{1, 3, 1}));
+  EXPECT_EQ(bandwidths(0, 8), (std::vector<double>{1, 1, 3, 1}));
+  // The two directions of a link are separate resources: 0 -> 2 and 2 -> 0 share no link.
+  for (const auto& a : f.route(0, 2))
+    for (const auto& b : f.route(2, 0)) EXPECT_NE(a.id, b.id);
+}
+
+// One message alone: lat_factor L + P / (bw_factor x rate), P = bytes + envelope.
+// Loopback, 1 MB, factors 1: 1 us + 1e6 / 1e10 = 101 us. With envelope 16 B, bw factor 0.5 and
+// lat factor 2: 2 us + (1e6 + 16) / 5e9 = 202.0032 us.
+TEST(ClusterFabric, OnNodeMessageIsFactoredLatencyPlusBytes) {
+  auto j = small_dragonfly();
+  EXPECT_NEAR(fabric(j).on_node_message_s(1e6), 101e-6, 1e-12);
+  j["envelope_bytes"] = 16;
+  j["bandwidth_factor"] = {{0, 0.5}};
+  j["latency_factor"] = {{0, 2.0}};
+  EXPECT_NEAR(fabric(j).on_node_message_s(1e6), 202.0032e-6, 1e-12);
+}
+
+// Between nodes, the phase is bounded by its most loaded directed link. Nodes 0 and 1 (one
+// router, 2 links of 1 us): two messages of 1 MB from node 0 to node 1 share node 0's up link:
+// 2e6 / 1e9 + 2 us = 2.002 ms. Alone each takes 1.002 ms. With crosstraffic 0.05 and one more
+// 1 MB message from node 1 to node 0, node 0's up link carries 2 MB + 5 % of 1 MB: 2.052 ms.
+TEST(ClusterFabric, PhaseIsTheMostLoadedLinkPlusLatency) {
+  auto j = small_dragonfly();
+  EXPECT_NEAR(fabric(j).between_nodes_s({{{0, 1}, 1e6}}), 1.002e-3, 1e-12);
+  EXPECT_NEAR(fabric(j).between_nodes_s({{{0, 1}, 1e6}, {{0, 1}, 1e6}}), 2.002e-3, 1e-12);
+  j["crosstraffic"] = 0.05;
+  EXPECT_NEAR(fabric(j).between_nodes_s({{{0, 1}, 1e6}, {{0, 1}, 1e6}, {{1, 0}, 1e6}}), 2.052e-3, 1e-12);
+}
+
+// Four nodes 0-3 share one green link between routers 0 and 1 of chassis 0 (nodes 0, 1 on router
+// 0; 2, 3 on router 1). Nodes 0 and 1 each send 1 MB to node 2 and to node 3: each node's up link
+// carries 2 MB, the green link 4 MB: 4 ms + 3 us.
+TEST(ClusterFabric, RouterLinksCanBeTheBottleneck) {
+  const ClusterFabric f = fabric(small_dragonfly());
+  EXPECT_NEAR(f.between_nodes_s({{{0, 2}, 1e6}, {{0, 3}, 1e6}, {{1, 2}, 1e6}, {{1, 3}, 1e6}}), 4.003e-3, 1e-12);
+}
+
+// Network kind cluster: ranks fill nodes `ranks_per_node` at a time (2 here: ranks 0, 1 on node
+// 0), on-node messages take the loopback alone, and the phase is the longer part. Rank 0 -> 1
+// (1 MB on node 0: 101 us) and rank 0 -> 2 (1 MB to node 1: 1.002 ms): 1.002 ms.
+TEST(ClusterFabric, NetworkPlacesRanksNodeByNode) {
+  const Network n = Network::from_json({{"kind", "cluster"}, {"cluster", small_dragonfly()}}, 4);
+  EXPECT_EQ(n.ranks_per_node(), 2);
+  EXPECT_NEAR(n.phase_time_s({{0, 1, 1e6}}), 101e-6, 1e-12);
+  EXPECT_NEAR(n.phase_time_s({{0, 1, 1e6}, {0, 2, 1e6}}), 1.002e-3, 1e-12);
+  Network one_per_node = n;
+  one_per_node.place_ranks(1);  // now rank 1 is on node 1: 1.002 ms
+  EXPECT_NEAR(one_per_node.phase_time_s({{0, 1, 1e6}}), 1.002e-3, 1e-12);
+}
+
+TEST(ClusterFabric, BadDescriptionsAreRefusedByName) {
+  auto j = small_dragonfly();
+  j["topology"] = "TORUS";
+  EXPECT_THROW(fabric(j), std::invalid_argument);
+  j = small_dragonfly();
+  j["nodes"] = 15;  // the parameters give 16
+  EXPECT_THROW(fabric(j), std::invalid_argument);
+  j = small_dragonfly();
+  j.erase("latency_factor");
+  EXPECT_THROW(fabric(j), std::invalid_argument);
+  EXPECT_THROW(Network::from_json({{"kind", "cluster"}}, 4), std::invalid_argument);
+  Network n = Network::from_json({{"kind", "cluster"}, {"cluster", small_dragonfly()}}, 4);
+  EXPECT_THROW(n.place_ranks(3), std::invalid_argument);  // nodes have 2 cores
+  EXPECT_THROW(Network::from_json({{"kind", "cluster"}, {"cluster", small_dragonfly()}}, 33), std::invalid_argument);
+}
+
+// pairwise steps within each sub-communicator: a 2 x 2 grid's redistribution along grid axis 0
+// exchanges within {0, 2} and {1, 3}, so one step (plus the self copy), not three.
+TEST(ClusterFabric, PairwiseStepsWithinSubCommunicators) {
+  const CommPattern p = redistribution_pattern({8, 8, 8}, {2, 2}, 2, 0, 8);
+  const auto phases = schedule("pairwise", p, {});
+  ASSERT_EQ(phases.size(), 2u);
+  ASSERT_EQ(phases[1].messages.size(), 4u);
+  for (const auto& m : phases[1].messages) EXPECT_EQ(m.src % 2, m.dst % 2);
+}
+
+}  // namespace
+}  // namespace tb::fpga
