@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""The analytic model (tb-model) against SMPI's simulated times of the same calls.
+
+  model_vs_smpi.py STORE --platform experiments/platforms/xc40-dragonfly.xml [--tb-model BIN] [--out DIR]
+
+STORE holds rows of experiments/run.py --mode smpi --compute off (tb-redistribute points). For
+each point simulated on PLATFORM, tb-model costs the same redistribution (shape, grid, axes,
+element type, ranks per node) on the network experiments/platform_network.py writes from the
+same platform file, with local work switched off (--without local_work): with compute off SMPI
+charges no copies either, so both sides are communication only. Prints one row per point and
+algorithm (SMPI's time, the model, the error (model - smpi) / smpi) and a summary per algorithm
+from 64 ranks up; with --out, also writes network.json, model-*.csv, comparison.csv,
+comparison.md and comparison.png there.
+
+SMPI's time is the fastest of the point's repetitions (the store's fastest_s). The simulation is
+deterministic, so repetitions differ only where the first call sets something up: node_leader's
+first call builds its node lists and shared windows, and the median of two repetitions is then
+half set-up (3 us against 20-54 us for an on-node node_leader call at 16-256 ranks). The model
+costs a call in its steady state.
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments"))
+import platform_network  # noqa: E402
+
+ELEMENT_TYPES = {"float": "f32", "double": "f64", "complex<float>": "c32", "complex<double>": "c64"}
+GOAL = 0.20  # issue: the model within 20 % of SMPI from 64 ranks up
+
+
+def algorithm_of(method):
+    """tb-redistribute's method label -> the algorithm name tb-model uses."""
+    name = method.split(":", 1)[1] if method.startswith("alltoallw:") else method
+    return name.split(" ", 1)[0].split("(", 1)[0]
+
+
+def simulated_points(store, platform):
+    points = {}
+    with open(store) as f:
+        for line in f:
+            r = json.loads(line)
+            if (r.get("mode") != "smpi" or r.get("tool") != "tb-redistribute" or r.get("platform") != platform
+                    or r.get("smpi_compute") != "off" or r["method"] in ("memcpy_floor", "streaming_copy")):
+                continue
+            key = (r["ranks"], r["global_shape"], r["grid"], r["from_axis"], r["to_axis"], r["element_type"],
+                   r.get("smpi_ranks_per_node"))
+            points.setdefault(key, {})[algorithm_of(r["method"])] = r["fastest_s"]
+    return points
+
+
+def model_times(tb_model, network, memory, key, csv_path):
+    ranks, shape, grid, src, dst, element, per_node = key
+    command = [tb_model, "--shape", shape.replace("x", ","), "--grid", grid.replace("x", ","),
+               "--from-axis", str(src), "--to-axis", str(dst), "--type", ELEMENT_TYPES[element],
+               "--network", network, "--memory", memory, "--without", "local_work", "--csv", csv_path]
+    if per_node:
+        command += ["--ranks-per-node", str(per_node)]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    with open(csv_path) as f:
+        return {row["algorithm"]: float(row["total_s"]) for row in csv.DictReader(f)}
+
+
+def compare(points, tb_model, network, out):
+    memory = os.path.join(out, "memory-unused.json")  # local work is off: any valid model
+    with open(memory, "w") as f:
+        json.dump({"copy_bandwidth_bytes_per_s": 1e10, "per_block_s": 0}, f)
+    rows = []
+    for i, key in enumerate(sorted(points)):
+        model = model_times(tb_model, network, memory, key, os.path.join(out, f"model-{i}.csv"))
+        for algorithm, simulated in sorted(points[key].items()):
+            if algorithm not in model:
+                continue
+            predicted = model[algorithm]
+            rows.append({"ranks": key[0], "shape": key[1], "grid": key[2], "redistribution": f"{key[3]}->{key[4]}",
+                         "ranks_per_node": key[6] or "", "algorithm": algorithm, "smpi_s": simulated,
+                         "model_s": predicted, "error": (predicted - simulated) / simulated})
+    return rows
+
+
+def table(rows):
+    lines = ["| ranks | grid | axes | algorithm | SMPI ms | model ms | error |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['ranks']} | {r['grid']} | {r['redistribution']} | {r['algorithm']} | "
+                     f"{r['smpi_s'] * 1e3:.4f} | {r['model_s'] * 1e3:.4f} | {r['error'] * 100:+.1f} % |")
+    return lines
+
+
+def summary(rows):
+    lines = [f"| algorithm | points from 64 ranks | within {GOAL:.0%} | largest error |", "|---|---|---|---|"]
+    for algorithm in sorted({r["algorithm"] for r in rows}):
+        mine = [r for r in rows if r["algorithm"] == algorithm and r["ranks"] >= 64]
+        if not mine:
+            continue
+        worst = max(mine, key=lambda r: abs(r["error"]))
+        within = sum(abs(r["error"]) <= GOAL for r in mine)
+        lines.append(f"| {algorithm} | {len(mine)} | {within} | {worst['error'] * 100:+.1f} % "
+                     f"({worst['ranks']} ranks, {worst['redistribution']}) |")
+    return lines
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    axes_pairs = sorted({r["redistribution"] for r in rows})
+    fig, axes = plt.subplots(1, len(axes_pairs), figsize=(6 * len(axes_pairs), 4.5), squeeze=False)
+    for ax, pair in zip(axes[0], axes_pairs):
+        for algorithm in sorted({r["algorithm"] for r in rows}):
+            mine = sorted((r for r in rows if r["redistribution"] == pair and r["algorithm"] == algorithm),
+                          key=lambda r: r["ranks"])
+            if not mine:
+                continue
+            line, = ax.plot([r["ranks"] for r in mine], [r["smpi_s"] * 1e3 for r in mine], "o-", label=f"{algorithm} SMPI")
+            ax.plot([r["ranks"] for r in mine], [r["model_s"] * 1e3 for r in mine], "x--", color=line.get_color(),
+                    label=f"{algorithm} model")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("ranks")
+        ax.set_ylabel("ms per redistribution")
+        ax.set_title(f"axes {pair}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("store")
+    parser.add_argument("--platform", required=True, help="the platform file, as the store names it")
+    parser.add_argument("--tb-model", default="build/mpich/bin/tb-model")
+    parser.add_argument("--out", help="folder for the network, the model's CSVs and the comparison")
+    args = parser.parse_args(argv)
+    if not os.access(args.tb_model, os.X_OK):
+        print(f"model_vs_smpi.py: error: --tb-model {args.tb_model} is not an executable (scripts/build.sh mpich)",
+              file=sys.stderr)
+        return 2
+    points = simulated_points(args.store, args.platform)
+    if not points:
+        print(f"model_vs_smpi.py: error: {args.store} has no tb-redistribute rows simulated with compute off on "
+              f"{args.platform}", file=sys.stderr)
+        return 2
+    out = args.out or tempfile.mkdtemp(prefix="model_vs_smpi.")
+    os.makedirs(out, exist_ok=True)
+    network = os.path.join(out, "network.json")
+    try:
+        with open(network, "w") as f:
+            json.dump(platform_network.network(args.platform), f, indent=1)
+    except platform_network.PlatformError as e:
+        print(f"model_vs_smpi.py: error: {e}", file=sys.stderr)
+        return 2
+    rows = compare(points, args.tb_model, network, out)
+    text = table(rows) + [""] + summary(rows)
+    print("\n".join(text))
+    if args.out:
+        with open(os.path.join(out, "comparison.md"), "w") as f:
+            f.write("\n".join(text) + "\n")
+        with open(os.path.join(out, "comparison.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        plot(rows, os.path.join(out, "comparison.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
