@@ -120,33 +120,37 @@ std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const S
   return {std::move(pack), std::move(send), std::move(unpack)};
 }
 
+// Per communicator (a redistribution's sub-communicators run their calls at once): its ranks on
+// one node (world rank / R) stage through that node's leader, its lowest rank there, and the
+// leaders exchange one aggregated message per node pair of that communicator.
 std::vector<Phase> node_leader_schedule(const CommPattern& pat, const ScheduleOptions& opt) {
   const int n = pat.ranks();
   const int per_node = std::max(1, opt.ranks_per_node);
   auto node = [&](int rank) { return rank / per_node; };
-  const int nodes = (n + per_node - 1) / per_node;
   Phase on_node = empty_phase("on-node copies + pack for other nodes", n);
   Phase leaders = empty_phase("one aggregated message per node pair", n);
   Phase unpack = empty_phase("unpack from staging", n);
-  std::vector<double> between(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nodes), 0.0);
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d) {
-      const auto& t = pat.at(s, d);
-      if (t.bytes == 0) continue;
-      const auto bytes = static_cast<double>(t.bytes);
-      if (s == d || (node(s) == node(d) && opt.node_shared_buffers)) {  // one copy
-        add_local(on_node, s, bytes, static_cast<double>(std::max(t.send_blocks, t.recv_blocks)));
-        continue;
+  for (const auto& comm : communicators(pat)) {
+    std::map<int, int> leader;                       // node -> its lowest rank in comm
+    std::map<std::pair<int, int>, double> between;  // (node, node) -> bytes
+    for (int r : comm) leader.emplace(node(r), r);  // comm is in rank order: the first one stays
+    for (int s : comm)
+      for (int d : comm) {
+        const auto& t = pat.at(s, d);
+        if (t.bytes == 0) continue;
+        const auto bytes = static_cast<double>(t.bytes);
+        if (s == d || (node(s) == node(d) && opt.node_shared_buffers)) {  // one copy
+          add_local(on_node, s, bytes, static_cast<double>(std::max(t.send_blocks, t.recv_blocks)));
+          continue;
+        }
+        // Through the node's staging: packed by the sender, unpacked by the receiver.
+        add_local(on_node, s, bytes, static_cast<double>(t.send_blocks));
+        add_local(unpack, d, bytes, static_cast<double>(t.recv_blocks));
+        if (node(s) != node(d)) between[{node(s), node(d)}] += bytes;
       }
-      // Through the node's staging: packed by the sender, unpacked by the receiver.
-      add_local(on_node, s, bytes, static_cast<double>(t.send_blocks));
-      add_local(unpack, d, bytes, static_cast<double>(t.recv_blocks));
-      if (node(s) != node(d)) between[static_cast<std::size_t>(node(s) * nodes + node(d))] += bytes;
-    }
-  for (int a = 0; a < nodes; ++a)
-    for (int b = 0; b < nodes; ++b)
-      if (a != b && between[static_cast<std::size_t>(a * nodes + b)] > 0)
-        leaders.messages.push_back({a * per_node, b * per_node, between[static_cast<std::size_t>(a * nodes + b)]});
+    for (const auto& [nodes, bytes] : between)
+      leaders.messages.push_back({leader.at(nodes.first), leader.at(nodes.second), bytes});
+  }
   return {std::move(on_node), std::move(leaders), std::move(unpack)};
 }
 

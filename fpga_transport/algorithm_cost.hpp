@@ -20,7 +20,8 @@
 //                   schedule as pack_alltoallv in this model.
 //   node_leader     with R ranks per node: every rank packs its off-node data into the node's
 //                   staging; the leaders exchange ONE aggregated message per node pair; receivers
-//                   unpack. On-node data takes one copy straight into the peer's array when the
+//                   unpack. Per communicator: sub-communicators aggregate each on its own, with
+//                   its lowest rank on a node as that node's leader. On-node data takes one copy straight into the peer's array when the
 //                   user's arrays are node-shared (tb-redistribute --buffers shared), and two
 //                   otherwise: packed into the staging by the sender, unpacked by the receiver.
 //                   The self part is one copy either way.

@@ -141,5 +141,21 @@ TEST(ClusterFabric, PairwiseStepsWithinSubCommunicators) {
   for (const auto& m : phases[1].messages) EXPECT_EQ(m.src % 2, m.dst % 2);
 }
 
+// node_leader aggregates per communicator: on the 2 x 2 grid with 2 ranks per node (0, 1 on node
+// 0; 2, 3 on node 1), {0, 2} and {1, 3} each send one message per direction between their own
+// ranks, which lead their node in their communicator: 4 leader messages, not 2 for the node pair.
+TEST(ClusterFabric, NodeLeaderAggregatesPerSubCommunicator) {
+  const CommPattern p = redistribution_pattern({8, 8, 8}, {2, 2}, 2, 0, 8);
+  ScheduleOptions o;
+  o.ranks_per_node = 2;
+  const auto phases = schedule("node_leader", p, o);
+  ASSERT_EQ(phases.size(), 3u);
+  ASSERT_EQ(phases[1].messages.size(), 4u);
+  for (const auto& m : phases[1].messages) {
+    EXPECT_EQ(m.src % 2, m.dst % 2);
+    EXPECT_DOUBLE_EQ(m.bytes, static_cast<double>(p.at(m.src, m.dst).bytes));
+  }
+}
+
 }  // namespace
 }  // namespace tb::fpga
