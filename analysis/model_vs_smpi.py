@@ -29,6 +29,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments"))
 import platform_network  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ELEMENT_TYPES = {"float": "f32", "double": "f64", "complex<float>": "c32", "complex<double>": "c64"}
 GOAL = 0.20  # issue: the model within 20 % of SMPI from 64 ranks up
 
@@ -132,17 +133,22 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("store")
     parser.add_argument("--platform", required=True, help="the platform file, as the store names it")
-    parser.add_argument("--tb-model", default="build/mpich/bin/tb-model")
+    parser.add_argument("--tb-model", default=os.path.join(ROOT, "build", "mpich", "bin", "tb-model"),
+                        help="the tb-model to run (default: build/mpich's)")
     parser.add_argument("--out", help="folder for the network, the model's CSVs and the comparison")
     args = parser.parse_args(argv)
-    if not os.access(args.tb_model, os.X_OK):
-        print(f"model_vs_smpi.py: error: --tb-model {args.tb_model} is not an executable (scripts/build.sh mpich)",
-              file=sys.stderr)
+    try:
+        points = simulated_points(args.store, args.platform)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"model_vs_smpi.py: error: {args.store}: not a readable store of run.py rows: {e!r}", file=sys.stderr)
         return 2
-    points = simulated_points(args.store, args.platform)
     if not points:
         print(f"model_vs_smpi.py: error: {args.store} has no tb-redistribute rows simulated with compute off on "
               f"{args.platform}", file=sys.stderr)
+        return 2
+    if not os.access(args.tb_model, os.X_OK):
+        print(f"model_vs_smpi.py: error: --tb-model {args.tb_model} is not an executable (scripts/build.sh mpich)",
+              file=sys.stderr)
         return 2
     out = args.out or tempfile.mkdtemp(prefix="model_vs_smpi.")
     os.makedirs(out, exist_ok=True)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 MPI_TOOLS = {"tb-bench", "tb-bench-pack", "tb-soak", "tb-redistribute", "tb-fft", "tb-fftw-mpi", "tb-beff", "tb-ptrans"}
-PYTHON_TOOLS = {"run.py": "experiments/run.py", "launch.py": "experiments/launch.py", "report.py": "analysis/report.py"}
+PYTHON_TOOLS = {"run.py": "experiments/run.py", "launch.py": "experiments/launch.py", "report.py": "analysis/report.py",
+                "platform_network.py": "experiments/platform_network.py", "model_vs_smpi.py": "analysis/model_vs_smpi.py"}
 NOT_BUILT = {"tb-fftw-mpi": "built only where libfftw3-mpi is found (the Open MPI build)"}
 NOWHERE = "/nonexistent/dir/x"  # an output path that cannot be written
 
@@ -61,6 +62,15 @@ FILES = {
     "net-no-kind.json": {"name": "n", "host": {"alpha_s": 1e-6, "beta_s_per_byte": 1e-10}},
     "net-host-missing.json": {"name": "n", "kind": "host"},
     "net-array.json": [1, 2, 3],
+    "net-cluster-torus.json": {"name": "n", "kind": "cluster", "cluster": {
+        "topology": "TORUS", "nodes": 4, "cores_per_node": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 1e-6,
+        "loopback_bandwidth_bytes_per_s": 1e10, "loopback_latency_s": 1e-6, "bandwidth_factor": [[0, 1]],
+        "latency_factor": [[0, 1]]}},
+    "net-cluster-small.json": {"name": "n", "kind": "cluster", "cluster": {
+        "topology": "FLAT", "nodes": 1, "cores_per_node": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 1e-6,
+        "loopback_bandwidth_bytes_per_s": 1e10, "loopback_latency_s": 1e-6, "bandwidth_factor": [[0, 1]],
+        "latency_factor": [[0, 1]]}},
+    "net-cluster-no-section.json": {"name": "n", "kind": "cluster"},
     "net-bad-links.json": {"name": "n", "kind": "iec", "topology": "links", "links": [[0]]},
     "net-channels-float.json": {"name": "n", "kind": "iec", "channels_per_fpga": 2.5},
     "memory-unknown-key.json": {"copy_bandwidth_bytes_per_s": 1e10, "per_blok_s": 1e-9},
@@ -238,6 +248,16 @@ CASES = [
       r"network file .*net-no-kind.json: missing required key 'kind'"),
     C("tb-model.network-host-section-missing", "tb-model", ["--network", "{tmp}/net-host-missing.json"],
       r"network file .*: .*kind host needs the key 'host'"),
+    C("tb-model.network-cluster-topology", "tb-model", ["--network", "{tmp}/net-cluster-torus.json"],
+      r"network file .*: in 'cluster': cluster: topology must be FLAT or DRAGONFLY, got 'TORUS'"),
+    C("tb-model.network-cluster-section-missing", "tb-model", ["--network", "{tmp}/net-cluster-no-section.json"],
+      r"network file .*: .*kind cluster needs the key 'cluster'"),
+    C("tb-model.network-cluster-too-small", "tb-model",
+      ["--network", "{tmp}/net-cluster-small.json", "--shape", "8,8,8", "--grid", "4"],
+      r"network file .*: network n: 4 ranks do not fit on its 1 nodes at 2 per node"),
+    C("tb-model.cluster-ranks-per-node-above-cores", "tb-model",
+      ["--network", "{tmp}/net-cluster-small.json", "--shape", "8,8,8", "--grid", "2", "--ranks-per-node", "3"],
+      r"network n: 3 ranks per node, but its nodes have 2 cores"),
     C("tb-model.network-not-an-object", "tb-model", ["--network", "{tmp}/net-array.json"],
       r"network file .*net-array.json: .*must be a JSON object"),
     C("tb-model.network-bad-links", "tb-model", ["--network", "{tmp}/net-bad-links.json"],
@@ -300,6 +320,13 @@ CASES = [
     C("launch.py.mode-unknown", "launch.py", ["--mode", "bogus", "tb-model"], r"argument --mode: invalid choice: 'bogus'"),
     C("launch.py.ranks-zero", "launch.py", ["-n", "0", "tb-bench"], r"-n/--ranks must be at least 1, not 0"),
     C("launch.py.binary-missing", "launch.py", ["--bin", "/nonexistent", "tb-bench"], r"tb-bench: no executable /nonexistent/tb-bench"),
+    C("platform_network.py.torus", "platform_network.py", [os.path.join(ROOT, "experiments/platforms/torus.xml")],
+      r"platform_network.py: error: .*topology TORUS: the model has routes for FLAT and DRAGONFLY only"),
+    C("platform_network.py.not-xml", "platform_network.py", ["{tmp}/garbage.txt"],
+      r"platform_network.py: error: .*garbage.txt: not a readable platform file"),
+    C("model_vs_smpi.py.store-without-smpi-rows", "model_vs_smpi.py",
+      ["{tmp}/empty-store.jsonl", "--platform", "experiments/platforms/xc40-dragonfly.xml"],
+      r"model_vs_smpi.py: error: .*empty-store.jsonl has no tb-redistribute rows simulated with compute off"),
     C("report.py.store-missing", "report.py", ["/nonexistent/store.jsonl", "--out", "{tmp}/report"],
       r"report.py: error: .*No such file or directory: '/nonexistent/store.jsonl'"),
     C("report.py.store-empty", "report.py", ["{tmp}/empty-store.jsonl", "--out", "{tmp}/report"], r"report.py: error: .*"),
