@@ -117,8 +117,9 @@ def plot(rows, path):
             if not mine:
                 continue
             line, = ax.plot([r["ranks"] for r in mine], [r["smpi_s"] * 1e3 for r in mine], "o-", label=f"{algorithm} SMPI")
-            ax.plot([r["ranks"] for r in mine], [r["model_s"] * 1e3 for r in mine], "x--", color=line.get_color(),
-                    label=f"{algorithm} model")
+            modelled = [r for r in mine if r["model_s"] > 0]  # a time of 0 has no place on a log axis
+            ax.plot([r["ranks"] for r in modelled], [r["model_s"] * 1e3 for r in modelled], "x--",
+                    color=line.get_color(), label=f"{algorithm} model" + (" (0 not drawn)" if len(modelled) < len(mine) else ""))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("ranks")
