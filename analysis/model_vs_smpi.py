@@ -161,6 +161,9 @@ def main(argv):
         print(f"model_vs_smpi.py: error: {e}", file=sys.stderr)
         return 2
     rows = compare(points, args.tb_model, network, out)
+    if not rows:
+        print(f"model_vs_smpi.py: error: no simulated method of {args.store} is one tb-model costs", file=sys.stderr)
+        return 2
     text = table(rows) + [""] + summary(rows)
     print("\n".join(text))
     if args.out:

@@ -35,8 +35,8 @@ class ModelAgainstRecordedSmpi(unittest.TestCase):
         for r in rows:
             with self.subTest(algorithm=r["algorithm"], axes=r["redistribution"]):
                 if r["algorithm"] == "node_leader" and r["redistribution"] == "2->1":
-                    # All on one node: SMPI charges node_leader's two node barriers (3 us), which
-                    # the model does not have (docs/cost-model.md, "The cluster network").
+                    # All on one node: SMPI charges node_leader's node barriers (2.0 us here),
+                    # which the model does not have (docs/cost-model.md, "The cluster network").
                     self.assertLess(r["model_s"], r["smpi_s"])
                     self.assertLess(r["smpi_s"], 10e-6)
                 else:

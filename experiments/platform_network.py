@@ -96,6 +96,8 @@ def network(path):
         raise PlatformError(f"{where}: the model needs loopback_bw and loopback_lat (messages within a node)")
     if c.get("sharing_policy", "SPLITDUPLEX") != "SPLITDUPLEX":
         raise PlatformError(f"{where}: sharing_policy {c.get('sharing_policy')}: the model has SPLITDUPLEX only")
+    if c.get("bb_sharing_policy", "SHARED") != "SHARED":
+        raise PlatformError(f"{where}: bb_sharing_policy {c.get('bb_sharing_policy')}: the model has a SHARED backbone only")
     if c.get("limiter_link") is not None:
         raise PlatformError(f"{where}: limiter_link is not modelled")
     fabric = {

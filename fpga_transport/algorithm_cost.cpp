@@ -60,31 +60,10 @@ std::vector<Phase> native_schedule(const CommPattern& pat, const ScheduleOptions
   return {std::move(p)};
 }
 
-// The communicators of the call: a redistribution's pattern covers every rank of the grid, and
-// only the ranks of one sub-communicator exchange data, so the groups of ranks joined by data
-// (in either direction) are its sub-communicators, each in rank order.
-std::vector<std::vector<int>> communicators(const CommPattern& pat) {
-  const int n = pat.ranks();
-  std::vector<int> root(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) root[r] = r;
-  auto find = [&](int r) {
-    while (root[r] != r) r = root[r] = root[root[r]];
-    return r;
-  };
-  for (int s = 0; s < n; ++s)
-    for (int d = 0; d < n; ++d)
-      if (s != d && pat.at(s, d).bytes > 0) root[find(s)] = find(d);
-  std::map<int, std::vector<int>> groups;
-  for (int r = 0; r < n; ++r) groups[find(r)].push_back(r);
-  std::vector<std::vector<int>> list;
-  for (auto& [first, members] : groups) list.push_back(std::move(members));
-  return list;
-}
-
 // Step k of every communicator at once: its i-th rank sends to its (i + k)-th (mod its size).
 std::vector<Phase> pairwise_schedule(const CommPattern& pat, const ScheduleOptions&) {
   const int n = pat.ranks();
-  const auto comms = communicators(pat);
+  const auto comms = pat.communicators_or_all();
   std::size_t largest = 1;
   for (const auto& c : comms) largest = std::max(largest, c.size());
   std::vector<Phase> phases;
@@ -130,7 +109,7 @@ std::vector<Phase> node_leader_schedule(const CommPattern& pat, const ScheduleOp
   Phase on_node = empty_phase("on-node copies + pack for other nodes", n);
   Phase leaders = empty_phase("one aggregated message per node pair", n);
   Phase unpack = empty_phase("unpack from staging", n);
-  for (const auto& comm : communicators(pat)) {
+  for (const auto& comm : pat.communicators_or_all()) {
     std::map<int, int> leader;                       // node -> its lowest rank in comm
     std::map<std::pair<int, int>, double> between;  // (node, node) -> bytes
     for (int r : comm) leader.emplace(node(r), r);  // comm is in rank order: the first one stays

@@ -13,8 +13,8 @@
 //                   packs every non-contiguous datatype), the self part is one copy.
 //   pairwise        per communicator of P ranks, P-1 phases, step k: rank r sends to r+k,
 //                   receives from r-k; the library packs per message as native does; the self
-//                   copy in a phase of its own. A redistribution's sub-communicators step
-//                   together; they are the groups of ranks that exchange data.
+//                   copy in a phase of its own. A redistribution's sub-communicators
+//                   (CommPattern::communicators) step together.
 //   pack_alltoallv  pack everything, one phase of contiguous messages, unpack everything.
 //   local_remap     the redistribution baseline (pack, MPI_Alltoall(v), unpack): the same
 //                   schedule as pack_alltoallv in this model.

@@ -9,10 +9,9 @@
 
 namespace tb::fpga {
 
-// Below the lowest threshold the lowest one's factor applies (SimGrid's thresholds start at 0).
+// At or below the lowest threshold no factor applies (1), as in SimGrid; SMPI's own start at 0.
 double SizeFactor::at(double payload_bytes) const {
-  if (by_bytes.empty()) return 1.0;
-  double factor = by_bytes.front().second;
+  double factor = 1.0;
   for (const auto& [threshold, value] : by_bytes)
     if (payload_bytes > threshold) factor = value;
   return factor;

@@ -37,7 +37,8 @@
 namespace tb::fpga {
 
 // A piecewise constant factor of the message size: the factor of threshold T applies when
-// T < P <= the next threshold (SimGrid's smpi/bw-factor syntax "T:f;T:f;...").
+// T < P <= the next threshold, and 1 at or below the lowest (SimGrid's smpi/bw-factor syntax
+// "T:f;T:f;...").
 struct SizeFactor {
   std::vector<std::pair<double, double>> by_bytes;  // (threshold, factor), sorted by threshold
   double at(double payload_bytes) const;

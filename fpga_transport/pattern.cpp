@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 namespace tb::fpga {
@@ -27,6 +28,13 @@ nlohmann::json CommPattern::to_json() const {
       if (p.bytes > 0) rows.push_back({s, d, p.bytes, p.send_blocks, p.recv_blocks});
     }
   return {{"ranks", ranks_}, {"description", description}, {"pairs", rows}};
+}
+
+std::vector<std::vector<int>> CommPattern::communicators_or_all() const {
+  if (!communicators.empty()) return communicators;
+  std::vector<int> all(static_cast<std::size_t>(ranks_));
+  for (int r = 0; r < ranks_; ++r) all[static_cast<std::size_t>(r)] = r;
+  return {all};
 }
 
 // Patterns are ranks x ranks tables: bounded so that a typo cannot ask for terabytes.
@@ -156,6 +164,14 @@ CommPattern redistribution_pattern(const std::vector<std::int64_t>& shape, const
       p.at(src, dst) = {elems * element_bytes, runs(n_in, bsize), runs(n_out, bsize)};
     }
   }
+  // The sub-communicators: ranks that differ only in grid axis q, in rank order.
+  std::map<std::vector<int>, std::vector<int>> lines;
+  for (int r = 0; r < ranks; ++r) {
+    auto key = coords_of(r);
+    key[q] = 0;
+    lines[key].push_back(r);
+  }
+  for (auto& [key, members] : lines) p.communicators.push_back(std::move(members));
   std::string shape_text, grid_text;
   for (auto n : shape) shape_text += (shape_text.empty() ? "" : "x") + std::to_string(n);
   for (auto n : grid_dims) grid_text += (grid_text.empty() ? "" : "x") + std::to_string(n);

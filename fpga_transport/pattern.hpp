@@ -29,6 +29,11 @@ class CommPattern {
   const PairTraffic& at(int src, int dst) const { return pairs_[static_cast<std::size_t>(src * ranks_ + dst)]; }
   std::int64_t total_bytes() const;
   std::string description;  // where it came from
+  // The communicators the call runs on, each its ranks in rank order: for a redistribution, the
+  // sub-communicators of the grid (they call at once, each on its own); empty means one
+  // communicator of all ranks (a recorded call, a pattern made by hand).
+  std::vector<std::vector<int>> communicators;
+  std::vector<std::vector<int>> communicators_or_all() const;
 
   nlohmann::json to_json() const;
   static CommPattern from_json(const nlohmann::json& j);

@@ -31,7 +31,8 @@ nlohmann::json small_dragonfly() {
 ClusterFabric fabric(const nlohmann::json& j) { return j.get<ClusterFabric>(); }
 
 // SMPI's syntax: the factor of threshold T applies for T < P <= the next threshold, so 257 B
-// still takes threshold 0's factor and 258 B threshold 257's.
+// still takes threshold 0's factor and 258 B threshold 257's; at or below the lowest threshold
+// (100 B in the second table) no factor applies.
 TEST(ClusterFabric, SizeFactorAppliesAboveItsThreshold) {
   SizeFactor f;
   f.by_bytes = {{0, 0.8}, {257, 0.3}, {65472, 0.9}};
@@ -40,6 +41,9 @@ TEST(ClusterFabric, SizeFactorAppliesAboveItsThreshold) {
   EXPECT_DOUBLE_EQ(f.at(258), 0.3);
   EXPECT_DOUBLE_EQ(f.at(65472), 0.3);
   EXPECT_DOUBLE_EQ(f.at(1 << 20), 0.9);
+  f.by_bytes = {{100, 0.5}};
+  EXPECT_DOUBLE_EQ(f.at(100), 1.0);
+  EXPECT_DOUBLE_EQ(f.at(101), 0.5);
 }
 
 // Node id -> (group, chassis, router, node) = id / 8, id / 4 % 2, id / 2 % 2, id % 2.
@@ -129,6 +133,31 @@ TEST(ClusterFabric, BadDescriptionsAreRefusedByName) {
   Network n = Network::from_json({{"kind", "cluster"}, {"cluster", small_dragonfly()}}, 4);
   EXPECT_THROW(n.place_ranks(3), std::invalid_argument);  // nodes have 2 cores
   EXPECT_THROW(Network::from_json({{"kind", "cluster"}, {"cluster", small_dragonfly()}}, 33), std::invalid_argument);
+}
+
+// FLAT with a backbone (2 GB/s, 3 us): node 0 up, the backbone, node 1 down. Two 1 MB messages
+// 0 -> 1 and 2 -> 3 share the backbone (both directions are one link): 2e6 / 2e9 + 5 us = 1.005 ms,
+// where each alone takes 5 us + 1e6 / 1e9 = 1.005 ms too (the node link is slower); a third,
+// 1 -> 0, makes the backbone carry 3 MB: 1.505 ms.
+TEST(ClusterFabric, FlatBackboneIsOneSharedLink) {
+  auto j = small_dragonfly();
+  j["topology"] = "FLAT";
+  j.erase("topo_parameters");
+  j["backbone_bandwidth_bytes_per_s"] = 2e9;
+  j["backbone_latency_s"] = 3e-6;
+  const ClusterFabric f = fabric(j);
+  ASSERT_EQ(f.route(0, 1).size(), 3u);
+  EXPECT_NEAR(f.between_nodes_s({{{0, 1}, 1e6}, {{2, 3}, 1e6}}), 1.005e-3, 1e-12);
+  EXPECT_NEAR(f.between_nodes_s({{{0, 1}, 1e6}, {{2, 3}, 1e6}, {{1, 0}, 1e6}}), 1.505e-3, 1e-12);
+}
+
+// A hand-made pattern is one communicator, whatever pairs carry no data: 4 ranks where only
+// 0 <-> 1 and 2 <-> 3 exchange still take 3 pairwise steps (plus the self copy), as the
+// implementation steps over its whole communicator.
+TEST(ClusterFabric, PatternWithoutCommunicatorsIsOneCommunicator) {
+  CommPattern p(4);
+  p.at(0, 1) = p.at(1, 0) = p.at(2, 3) = p.at(3, 2) = {100, 1, 1};
+  EXPECT_EQ(schedule("pairwise", p, {}).size(), 4u);
 }
 
 // pairwise steps within each sub-communicator: a 2 x 2 grid's redistribution along grid axis 0
