@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace tb::fpga {
 namespace {
 
@@ -119,20 +121,34 @@ TEST(ClusterFabric, NetworkPlacesRanksNodeByNode) {
   EXPECT_NEAR(one_per_node.phase_time_s({{0, 1, 1e6}}), 1.002e-3, 1e-12);
 }
 
+// The message of the std::invalid_argument that `f` throws ("" if it throws none).
+template <class F>
+std::string refusal(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(ClusterFabric, BadDescriptionsAreRefusedByName) {
   auto j = small_dragonfly();
   j["topology"] = "TORUS";
-  EXPECT_THROW(fabric(j), std::invalid_argument);
+  EXPECT_NE(refusal([&] { fabric(j); }).find("topology must be FLAT or DRAGONFLY, got 'TORUS'"), std::string::npos);
   j = small_dragonfly();
   j["nodes"] = 15;  // the parameters give 16
-  EXPECT_THROW(fabric(j), std::invalid_argument);
+  EXPECT_NE(refusal([&] { fabric(j); }).find("DRAGONFLY parameters give 16 nodes, the cluster has 15"), std::string::npos);
   j = small_dragonfly();
   j.erase("latency_factor");
-  EXPECT_THROW(fabric(j), std::invalid_argument);
-  EXPECT_THROW(Network::from_json({{"kind", "cluster"}}, 4), std::invalid_argument);
+  EXPECT_NE(refusal([&] { fabric(j); }).find("missing required key 'latency_factor'"), std::string::npos);
+  EXPECT_NE(refusal([] { Network::from_json({{"kind", "cluster"}}, 4); }).find("kind cluster needs the key 'cluster'"),
+            std::string::npos);
   Network n = Network::from_json({{"kind", "cluster"}, {"cluster", small_dragonfly()}}, 4);
-  EXPECT_THROW(n.place_ranks(3), std::invalid_argument);  // nodes have 2 cores
-  EXPECT_THROW(Network::from_json({{"kind", "cluster"}, {"cluster", small_dragonfly()}}, 33), std::invalid_argument);
+  EXPECT_NE(refusal([&] { n.place_ranks(3); }).find("3 ranks per node, but its nodes have 2 cores"), std::string::npos);
+  EXPECT_NE(refusal([] { Network::from_json({{"kind", "cluster"}, {"cluster", small_dragonfly()}}, 33); })
+                .find("33 ranks do not fit on its 16 nodes at 2 per node"),
+            std::string::npos);
 }
 
 // FLAT with a backbone (2 GB/s, 3 us): node 0 up, the backbone, node 1 down. Two 1 MB messages
