@@ -19,7 +19,11 @@
 // These run every registered algorithm plus local_remap (pack, MPI_Alltoall(v), unpack).
 // --interleave: per layout and size, the algorithms one after another, so that two algorithms at
 // one size are timed within milliseconds of each other (a shared machine's speed drifts over tens
-// of seconds); by default each algorithm runs its whole size sweep in turn.
+// of seconds); by default each algorithm runs its whole size sweep in turn. --passes N (with
+// --interleave) goes through a size's algorithms N times, each pass its own short benchmark
+// named .../pass:K, so that the K-th runs of two algorithms can be paired: Google Benchmark's
+// repetitions of one benchmark run back to back, and drifts of a second or two fall between
+// two algorithms' repetitions instead of within a pair.
 // --calls blocking,persistent: each algorithm also in its prepared form (AlltoallwAlgorithm::prepare
 // once, outside the timing; one start per operation), named <algorithm>:persistent; for slab and
 // pencil, the Redistribution's persistent calls (one flag reduction per call included).
@@ -65,6 +69,7 @@ struct Options {
   std::string buffers = "private";
   bool paper = false;
   bool interleave = false;
+  int passes = 1;  // with interleave: the algorithms of a size, this many times over
   std::vector<std::string> calls{"blocking"};  // blocking and/or persistent (prepared once, started per call)
   int iterations = 0;  // 0: Google Benchmark decides
   int warmup = 1;
@@ -280,6 +285,11 @@ void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_
   app.add_flag("--interleave", opt.interleave,
                "per layout and size, the algorithms one after another (paired comparisons milliseconds apart) "
                "instead of each algorithm's whole size sweep in turn");
+  app.add_option("--passes", opt.passes,
+                 "with --interleave: go through each size's algorithms this many times, each pass its own "
+                 "benchmark named .../pass:K (the K-th runs of two algorithms are paired)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   tb::add_list_option(app, "--calls", opt.calls,
                       "blocking (one call per operation) and/or persistent (each algorithm's prepared form, "
                       "made once and started per operation; named <algorithm>:persistent)",
@@ -328,6 +338,9 @@ Plan validate(const Options& opt) {
       plan.algorithms.push_back(a);
     }
   }
+  if (opt.passes > 1 && !opt.interleave)
+    throw std::invalid_argument("--passes " + std::to_string(opt.passes) +
+                                ": passes go through a size's algorithms in turn, which needs --interleave");
   for (const auto& calls : opt.calls)
     if (calls != "blocking" && calls != "persistent")
       throw std::invalid_argument("--calls: '" + calls + "' is neither blocking nor persistent");
@@ -373,14 +386,16 @@ void register_benchmarks(const Options& opt, const Plan& plan) {
   benchmark::AddCustomContext("timing", opt.paper ? "paper: 3 inner x up to 50 outer, fastest/3 (MAX over ranks)"
                                                   : "per call, MAX over ranks");
   // A persistent run is named <algorithm>:persistent (local_remap has no Alltoallw to prepare).
-  auto add = [&](const std::string& layout, const std::string& algorithm, std::int64_t bytes) {
+  auto add = [&](const std::string& layout, const std::string& algorithm, std::int64_t bytes, int pass) {
     if (is_redistribution_layout(layout) && bytes < 16) return;  // one complex<double> per peer at least
     const std::string kind = is_redistribution_layout(layout) ? "redistribute/" : "alltoallw/";
     for (const auto& calls : opt.calls) {
       const bool persistent = calls == "persistent";
       if (persistent && algorithm == "local_remap") continue;
       const std::string name = algorithm + (persistent ? ":persistent" : "");
-      auto* b = benchmark::RegisterBenchmark((kind + layout + "/" + name + "/" + std::to_string(bytes)).c_str(),
+      std::string title = kind + layout + "/" + name + "/" + std::to_string(bytes);
+      if (opt.passes > 1) title += "/pass:" + std::to_string(pass);
+      auto* b = benchmark::RegisterBenchmark(title.c_str(),
                                              run_benchmark, algorithm, layout, bytes, persistent, opt);
       b->UseManualTime()->Unit(benchmark::kMicrosecond);
       if (opt.paper) b->Iterations(1);
@@ -392,10 +407,11 @@ void register_benchmarks(const Options& opt, const Plan& plan) {
     if (is_redistribution_layout(layout) && plan.with_local_remap) methods.emplace_back("local_remap");
     if (opt.interleave) {
       for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2)
-        for (const auto& algorithm : methods) add(layout, algorithm, bytes);
+        for (int pass = 1; pass <= opt.passes; ++pass)
+          for (const auto& algorithm : methods) add(layout, algorithm, bytes, pass);
     } else {
       for (const auto& algorithm : methods)
-        for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2) add(layout, algorithm, bytes);
+        for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2) add(layout, algorithm, bytes, 1);
     }
   }
 }
