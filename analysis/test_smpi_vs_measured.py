@@ -1,0 +1,69 @@
+"""analysis/smpi_vs_measured.py on a hand-made store: which rows pair up, the error of each pair,
+the bytes per peer and the summary over the goal's range."""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+import smpi_vs_measured  # noqa: E402
+
+PLATFORM = "experiments/platforms/this-host.xml"
+
+
+def row(mode, method, fastest, shape="64x64x64", **extra):
+    r = {"tool": "tb-redistribute", "mode": mode, "ranks": 2, "global_shape": shape, "grid": "2",
+         "from_axis": 2, "to_axis": 0, "element_type": "complex<double>", "method": method,
+         "fastest_s": fastest, "median_s": fastest * 1.5}
+    if mode == "smpi":
+        r.update(platform=PLATFORM, smpi_compute="on")
+    r.update(extra)
+    return r
+
+
+class Pairs(unittest.TestCase):
+    def store(self, rows):
+        f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+        self.addCleanup(os.unlink, f.name)
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+        f.close()
+        return f.name
+
+    def test_each_simulated_point_meets_its_measured_twin(self):
+        rows = [row("intra", "alltoallw:native", 2e-3), row("smpi", "alltoallw:native", 1.5e-3),
+                row("intra", "alltoallw:pairwise", 4e-3), row("smpi", "alltoallw:pairwise", 5e-3),
+                row("intra", "local_remap", 1e-3),                       # not simulated: no pair
+                row("smpi", "alltoallw:pack_alltoallv", 1e-3),           # not measured: no pair
+                row("smpi", "alltoallw:native", 9e-3, platform="experiments/platforms/other.xml"),
+                row("intra", "memcpy_floor", 1e-4), row("smpi", "memcpy_floor", 1e-4)]
+        pairs = smpi_vs_measured.pairs(smpi_vs_measured.read_rows(self.store(rows)), PLATFORM)
+        self.assertEqual([(p["algorithm"], round(p["error"], 6)) for p in pairs], [("native", -0.25), ("pairwise", 0.25)])
+        self.assertEqual(pairs[0]["bytes_per_peer"], 64 ** 3 * 16 // 4)  # 1 MiB: the array over ranks squared
+        self.assertEqual(pairs[0]["measured_median_s"], 3e-3)
+
+    def test_the_summary_counts_only_the_goal_range(self):
+        pairs = [{"algorithm": "native", "bytes_per_peer": b, "error": e}
+                 for b, e in ((32 << 10, 0.9), (64 << 10, 0.1), (1 << 20, -0.3), (16 << 20, 0.2), (32 << 20, 0.9))]
+        lines = smpi_vs_measured.summary(pairs)
+        self.assertEqual(lines[2], "| native | 3 | 2 | -30.0 % (1048576 B/peer) | +0.0 % |")
+
+    def test_a_store_without_pairs_is_an_error_that_says_so(self):
+        path = self.store([row("intra", "alltoallw:native", 2e-3)])
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(smpi_vs_measured.main([path]), 2)
+        self.assertIn("no tb-redistribute point both measured", err.getvalue())
+
+    def test_a_missing_store_is_an_error_that_names_it(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(smpi_vs_measured.main(["/nonexistent/store.jsonl"]), 2)
+        self.assertIn("/nonexistent/store.jsonl", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
