@@ -28,6 +28,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "experiments"))
 import platform_network  # noqa: E402
+from store import read_rows  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ELEMENT_TYPES = {"float": "f32", "double": "f64", "complex<float>": "c32", "complex<double>": "c64"}
@@ -42,15 +43,13 @@ def algorithm_of(method):
 
 def simulated_points(store, platform):
     points = {}
-    with open(store) as f:
-        for line in f:
-            r = json.loads(line)
-            if (r.get("mode") != "smpi" or r.get("tool") != "tb-redistribute" or r.get("platform") != platform
-                    or r.get("smpi_compute") != "off" or r["method"] in ("memcpy_floor", "streaming_copy")):
-                continue
-            key = (r["ranks"], r["global_shape"], r["grid"], r["from_axis"], r["to_axis"], r["element_type"],
-                   r.get("smpi_ranks_per_node"))
-            points.setdefault(key, {})[algorithm_of(r["method"])] = r["fastest_s"]
+    for r in read_rows(store):  # skips cut lines and partly stored points, as every analysis does
+        if (r.get("mode") != "smpi" or r.get("tool") != "tb-redistribute" or r.get("platform") != platform
+                or r.get("smpi_compute") != "off" or r["method"] in ("memcpy_floor", "streaming_copy")):
+            continue
+        key = (r["ranks"], r["global_shape"], r["grid"], r["from_axis"], r["to_axis"], r["element_type"],
+               r.get("smpi_ranks_per_node"))
+        points.setdefault(key, {})[algorithm_of(r["method"])] = r["fastest_s"]
     return points
 
 
