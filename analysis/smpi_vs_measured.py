@@ -1,17 +1,19 @@
 #!/usr/bin/python3
 """SMPI's simulated times against the times measured on this host, point by point.
 
-  smpi_vs_measured.py STORE [--platform experiments/platforms/this-host.xml] [--out DIR]
+  smpi_vs_measured.py STORE [--platform experiments/platforms/this-host.xml] [--mpi mpich]
+                      [--compute on] [--out DIR]
 
 STORE holds tb-redistribute rows of the same definition run twice by experiments/run.py: once
 measured (--mode intra) and once simulated (--mode smpi --platform PLATFORM, normally with
 --compute on, so that the copies between MPI calls are charged as timed here). Each simulated
-row is set beside the measured row of the same point (ranks, shape, grid, axes, element type,
-method); the error is (smpi - measured) / measured, on the fastest repetition of each (the
+row (of that platform and --compute setting) is set beside the measured row of the same point
+(ranks, shape, grid, axes, element type, method) run with --mpi; the error is (smpi - measured) / measured, on the fastest repetition of each (the
 store's fastest_s: the paper's statistic, and the one least moved by this shared machine's
 drifts; the measured median is printed beside it). Prints one row per pair and a summary per
 method over the pairs from 64 KiB to 16 MiB per peer; with --out, also comparison.md,
-comparison.csv and comparison.png there.
+comparison.csv and comparison.png there. A point stored twice on either side is an error
+naming it (which one to compare is the user's choice: keep one store per comparison).
 """
 import argparse
 import csv
@@ -26,6 +28,17 @@ ELEMENT_BYTES = {"float": 4, "double": 8, "complex<float>": 8, "complex<double>"
 GOAL = 0.25                        # issue: SMPI on this host within 25 % of the measured times
 GOAL_BYTES = (64 << 10, 16 << 20)  # ... at 64 KiB - 16 MiB per peer
 FLOORS = ("memcpy_floor", "streaming_copy")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class StoreError(Exception):
+    pass
+
+
+def platform_as_stored(path):
+    """The platform as experiments/run.py stores it: relative to the repository when inside it."""
+    full = os.path.abspath(path)
+    return os.path.relpath(full, ROOT) if full.startswith(ROOT + os.sep) else full
 
 
 def point_key(row):
@@ -39,15 +52,23 @@ def bytes_per_peer(row):
     return elements * ELEMENT_BYTES[row["element_type"]] // (row["ranks"] * row["ranks"])
 
 
-def pairs(rows, platform):
+def keep_once(side, row, what):
+    key = point_key(row)
+    if key in side:
+        raise StoreError(f"the {what} point {key} is stored twice (keys {side[key].get('key')} and {row.get('key')}); "
+                         "compare one run of each side")
+    side[key] = row
+
+
+def pairs(rows, platform, mpi="mpich", compute="on"):
     measured, simulated = {}, {}
     for r in rows:
         if r.get("tool") != "tb-redistribute" or r.get("method") in FLOORS:
             continue
-        if r.get("mode") == "intra":
-            measured[point_key(r)] = r
-        elif r.get("mode") == "smpi" and r.get("platform") == platform:
-            simulated[point_key(r)] = r
+        if r.get("mode") == "intra" and r.get("mpi") == mpi:
+            keep_once(measured, r, "measured")
+        elif r.get("mode") == "smpi" and r.get("platform") == platform and r.get("smpi_compute") == compute:
+            keep_once(simulated, r, "simulated")
     out = []
     for key in sorted(simulated.keys() & measured.keys()):
         m, s = measured[key], simulated[key]
@@ -112,16 +133,22 @@ def main(argv):
     parser.add_argument("store")
     parser.add_argument("--platform", default="experiments/platforms/this-host.xml",
                         help="the simulated rows' platform file, as the store names it")
+    parser.add_argument("--mpi", default="mpich", help="the measured rows' MPI build (run.py --mpi)")
+    parser.add_argument("--compute", default="on", choices=("on", "off"), help="the simulated rows' run.py --compute")
     parser.add_argument("--out", help="folder for comparison.md, comparison.csv and comparison.png")
     args = parser.parse_args(argv)
+    platform = platform_as_stored(args.platform)
     try:
-        rows = pairs(read_rows(args.store), args.platform)
+        rows = pairs(read_rows(args.store), platform, args.mpi, args.compute)
+    except StoreError as e:
+        print(f"smpi_vs_measured.py: error: {args.store}: {e}", file=sys.stderr)
+        return 2
     except (OSError, KeyError, TypeError, ValueError) as e:
         print(f"smpi_vs_measured.py: error: {args.store}: not a readable store of run.py rows: {e!r}", file=sys.stderr)
         return 2
     if not rows:
-        print(f"smpi_vs_measured.py: error: {args.store} has no tb-redistribute point both measured (--mode intra) "
-              f"and simulated on {args.platform}", file=sys.stderr)
+        print(f"smpi_vs_measured.py: error: {args.store} has no tb-redistribute point both measured (--mode intra, "
+              f"--mpi {args.mpi}) and simulated on {platform} with --compute {args.compute}", file=sys.stderr)
         return 2
     text = table(rows) + [""] + summary(rows)
     print("\n".join(text))

@@ -16,7 +16,7 @@ PLATFORM = "experiments/platforms/this-host.xml"
 
 
 def row(mode, method, fastest, shape="64x64x64", **extra):
-    r = {"tool": "tb-redistribute", "mode": mode, "ranks": 2, "global_shape": shape, "grid": "2",
+    r = {"tool": "tb-redistribute", "mode": mode, "mpi": "smpi" if mode == "smpi" else "mpich", "ranks": 2, "global_shape": shape, "grid": "2",
          "from_axis": 2, "to_axis": 0, "element_type": "complex<double>", "method": method,
          "fastest_s": fastest, "median_s": fastest * 1.5}
     if mode == "smpi":
@@ -39,6 +39,8 @@ class Pairs(unittest.TestCase):
                 row("intra", "local_remap", 1e-3),                       # not simulated: no pair
                 row("smpi", "alltoallw:pack_alltoallv", 1e-3),           # not measured: no pair
                 row("smpi", "alltoallw:native", 9e-3, platform="experiments/platforms/other.xml"),
+                row("smpi", "alltoallw:native", 8e-3, smpi_compute="off"),    # another setting
+                row("intra", "alltoallw:native", 7e-3, mpi="openmpi"),         # another library
                 row("intra", "memcpy_floor", 1e-4), row("smpi", "memcpy_floor", 1e-4)]
         pairs = smpi_vs_measured.pairs(smpi_vs_measured.read_rows(self.store(rows)), PLATFORM)
         self.assertEqual([(p["algorithm"], round(p["error"], 6)) for p in pairs], [("native", -0.25), ("pairwise", 0.25)])
@@ -47,9 +49,26 @@ class Pairs(unittest.TestCase):
 
     def test_the_summary_counts_only_the_goal_range(self):
         pairs = [{"algorithm": "native", "bytes_per_peer": b, "error": e}
-                 for b, e in ((32 << 10, 0.9), (64 << 10, 0.1), (1 << 20, -0.3), (16 << 20, 0.2), (32 << 20, 0.9))]
+                 for b, e in ((32 << 10, 0.9), (64 << 10, 0.1), (1 << 20, -0.3), (16 << 20, 0.5), (32 << 20, 0.9))]
         lines = smpi_vs_measured.summary(pairs)
-        self.assertEqual(lines[2], "| native | 3 | 2 | -30.0 % (1048576 B/peer) | +0.0 % |")
+        self.assertEqual(lines[2], "| native | 3 | 1 | +50.0 % (16777216 B/peer) | +10.0 % |")
+
+    def test_a_point_stored_twice_is_an_error_that_names_it(self):
+        path = self.store([row("intra", "alltoallw:native", 2e-3, key="a"), row("intra", "alltoallw:native", 3e-3, key="b"),
+                           row("smpi", "alltoallw:native", 1e-3)])
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(smpi_vs_measured.main([path]), 2)
+        self.assertIn("measured point", err.getvalue())
+        self.assertIn("stored twice (keys a and b)", err.getvalue())
+
+    def test_the_platform_may_be_given_as_a_path_from_anywhere(self):
+        path = self.store([row("intra", "alltoallw:native", 2e-3), row("smpi", "alltoallw:native", 1e-3)])
+        with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(io.StringIO()):
+            absolute = os.path.join(smpi_vs_measured.ROOT, PLATFORM)
+            self.assertEqual(smpi_vs_measured.main([path, "--platform", absolute, "--out", out]), 0)
+            with open(os.path.join(out, "comparison.csv")) as f:
+                self.assertIn("native", f.read())
 
     def test_a_store_without_pairs_is_an_error_that_says_so(self):
         path = self.store([row("intra", "alltoallw:native", 2e-3)])

@@ -54,8 +54,8 @@ paths = {}   # (algorithm, side) -> the paths tb-bench reported (a PMPI fallback
 for f in pathlib.Path(sys.argv[1]).glob("*.json"):
     algorithm, rnd = re.match(r"(\w+)\.r(\d+)\.json", f.name).groups()
     for b in json.loads(f.read_text())["benchmarks"]:
-        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
-            continue  # with repetitions: their median; without: the one run
+        if b.get("error_occurred") or (b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median"):
+            continue  # with repetitions: their median; without: the one run; never a failed run
         parts = b["run_name"].split("/")
         _, layout, method, size = parts[:4]
         npass = int(parts[4].split(":")[1]) if len(parts) > 4 and parts[4].startswith("pass:") else 1
