@@ -44,6 +44,16 @@ const Registry& loaded_registry() {
   return r;
 }
 
+// Why this build has no algorithm of this name, for the algorithms whose sources the build
+// leaves out (collectives/CMakeLists.txt); empty for any other name.
+std::string_view left_out_of_this_build(std::string_view name) {
+#if !defined(TB_HAVE_UCX)
+  if (name == "ucx_zcopy") return "it needs UCX, and this build was configured without it (no libucx-dev, or the smpi build)";
+#endif
+  static_cast<void>(name);
+  return {};
+}
+
 }  // namespace
 
 AlltoallwRegistration::AlltoallwRegistration(const AlltoallwAlgorithmInfo& info) {
@@ -77,7 +87,11 @@ std::unique_ptr<AlltoallwAlgorithm> make_alltoallw(std::string_view name) {
   if (const auto* info = find_alltoallw(chosen)) return info->make();
   std::string known;
   for (const auto& info : alltoallw_algorithms()) known += (known.empty() ? "" : ", ") + std::string(info.name);
-  std::string origin = name.empty() ? " (from TB_ALLTOALLW)" : "";
+  const std::string origin = name.empty() ? " (from TB_ALLTOALLW)" : "";
+  const std::string_view why = left_out_of_this_build(chosen);
+  if (!why.empty())
+    throw std::invalid_argument("Alltoallw algorithm '" + chosen + "'" + origin + " is not in this build: " +
+                                std::string(why) + "; registered: " + known);
   throw std::invalid_argument("unknown Alltoallw algorithm '" + chosen + "'" + origin + "; registered: " + known);
 }
 
