@@ -1,51 +1,521 @@
 #!/usr/bin/python3
-"""Predicted (tb-model on the calibrated host) against measured (tb-redistribute) per algorithm.
+"""The calibrated host model (tb-model) against measurement, per algorithm and point.
 
-  model_validation.py MEASURED PREDICTED [MEASURED PREDICTED ...]
-Takes pairs of files as experiments/model_validation.sh writes them: measured-<n>.json from
-tb-redistribute --json and predicted-<n>.csv from tb-model --csv. Prints one row per size and
-algorithm with bytes per peer, the measured fastest time, the prediction, and the error
-(predicted - measured) / measured, then the mean absolute error at 1 KiB per peer and above.
+  model_validation.py report [--redistribute PREDICTED.csv MEASURED.json [MEASURED.json ...]] ...
+                             [--bench BENCH.json PREDICTIONS_DIR] [--markdown OUT.md] [--csv OUT.csv]
+                             [--min-repetitions 5] [--expect-algorithms a,b,...]
+Compares what experiments/model_validation.sh writes:
+- one --redistribute per cube: tb-model's CSV for it (--csv, one network: the calibrated host) and
+  tb-redistribute's JSON of every repetition. A repetition's figure is its median_s (the median of
+  its outer loops, each the MAX over ranks).
+- --bench: tb-bench's JSON (--interleave --passes N: pass K of every algorithm at one size runs
+  before pass K+1 of any) and a folder of tb-model CSVs named <layout>-<bytes>.csv, one per
+  layout and size (the pattern each was costed on is written by `patterns`). A pass's figure is
+  its real_time (the mean over its iterations, each the MAX over ranks).
+The measured time of a point is the MEDIAN over its repetitions (at least --min-repetitions), so
+that one lucky or unlucky repetition cannot move it. Per algorithm and point it prints the
+measured median, the repetitions' spread, the prediction and the signed error
+(predicted - measured) / measured: positive when the model is too slow, negative when too fast.
+Then, per algorithm and overall, over the points from 1 KiB per peer: the median and the mean of
+|error|, the bias (the mean signed error) and how many points from 64 KiB per peer are within
+25 %; and whether the model's ranking of the algorithms (fastest first) is the measured one at
+the 256^3 slab and at 1 MiB per peer, where those points were run. The markdown report goes to
+stdout (and --markdown), one CSV row per algorithm and point to --csv. --expect-algorithms names
+the algorithms every point must have (the costed ones): one missing is an error.
 
-  model_validation.py --memory-from-floors OUT BASE MEASURED [MEASURED ...]
+  model_validation.py patterns OUT.jsonl --sizes 1K:4M [--layouts contiguous,vector64] [--ranks 2]
+Writes the per-peer pattern of each tb-bench call (layout, bytes per peer), one JSON line each in
+the format TB_ALLTOALLW_RECORD writes (tb-model --pattern OUT.jsonl --call K), and prints one line
+"K LAYOUT BYTES" per call. tb-bench calls the algorithms directly, not MPI_Alltoallw, so the PMPI
+library cannot record them; the lines are what it records for the same arguments (see
+bench_pattern).
+
+  model_validation.py memory-from-floors OUT BASE MEASURED [MEASURED ...]
 Writes a tb-model memory model (OUT) whose copy bandwidth by size comes from tb-redistribute's
 memcpy floors: one memcpy of each rank's local array, timed in the same run, the same way and
 with every rank copying at once, as the algorithms' own copies are; and the same for copies with
-streaming stores, from its streaming_copy rows. Only the cost per block is taken from BASE
+streaming stores, from its streaming_copy rows. Where several runs (repetitions) copied the same
+size, the median bandwidth is used. Only the cost per block is taken from BASE
 (tb-model --save-memory).
 """
+import argparse
 import csv
 import json
+import os
+import re
+import statistics
 import sys
+from dataclasses import dataclass, field
+
+KIB, MIB = 1 << 10, 1 << 20
+SUMMARY_FROM_BYTES = KIB        # the summaries count points from 1 KiB per peer
+WITHIN_FROM_BYTES = 64 * KIB    # "within 25 %" counts points from 64 KiB per peer
+WITHIN = 0.25
+RANKING_SHAPE = "256x256x256"   # the slab whose ranking is checked
+RANKING_BYTES = MIB             # and every point at this many bytes per peer
+# The issue's goals, reported (never fitted to, never asserted): median |error|, |bias|.
+GOAL_MEDIAN_ABS, GOAL_ABS_BIAS = 0.15, 0.05
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading tb-redistribute, tb-bench and tb-model output
+# ---------------------------------------------------------------------------------------------
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def algorithm_of(method):
+    """tb-redistribute's method column as an algorithm name: "alltoallw:node_leader (on-node: ...)"
+    -> "node_leader", "local_remap" -> "local_remap"."""
+    name = method.split(":", 1)[1] if method.startswith("alltoallw:") else method
+    return name.split(" ", 1)[0].split("(", 1)[0]
 
 
 def measured_rows(path):
-    with open(path) as f:
-        doc = json.load(f)
+    """{algorithm: row} of one tb-redistribute --json file (the floors left out)."""
     rows = {}
-    for r in doc["results"]:
-        method = r["method"]
-        if method in ("memcpy_floor", "streaming_copy"):
+    for r in load_json(path)["results"]:
+        if r["method"] in ("memcpy_floor", "streaming_copy"):
             continue
-        name = method.split(":", 1)[1] if method.startswith("alltoallw:") else method
-        name = name.split(" ", 1)[0].split("(", 1)[0]
-        rows[name] = r
+        rows[algorithm_of(r["method"])] = r
     return rows
 
 
 def predicted_rows(path):
+    """{algorithm: row} of one tb-model --csv file, which must hold one network (a validation
+    compares against one: the calibrated host)."""
     with open(path) as f:
-        return {r["algorithm"]: r for r in csv.DictReader(f)}
+        rows = list(csv.DictReader(f))
+    networks = sorted({r["network"] for r in rows})
+    if len(networks) != 1:
+        raise ValueError(f"{path}: predictions for {len(networks)} networks ({', '.join(networks) or 'none'}); "
+                         "run tb-model with the one calibrated host network (--network host.json)")
+    return {r["algorithm"]: r for r in rows}
 
+
+@dataclass(frozen=True)
+class Point:
+    """One validated call: what ran it, its layout, and the bytes each rank sends each peer."""
+    source: str          # "tb-redistribute" or "tb-bench"
+    layout: str          # "slab 64x64x64 c64", "contiguous", "vector64"
+    bytes_per_peer: int
+
+    def label(self):
+        return f"{self.source} {self.layout}"
+
+
+def redistribute_samples(paths):
+    """(Point, {algorithm: [seconds per repetition]}) from the tb-redistribute files of one cube's
+    repetitions; every file must be the same redistribution."""
+    if not paths:
+        raise ValueError("--redistribute needs tb-redistribute files after its prediction")
+    point, samples = None, {}
+    for path in paths:
+        doc = load_json(path)
+        ranks = doc.get("metadata", {}).get("ranks")
+        if not isinstance(ranks, int) or ranks < 1:
+            raise ValueError(f"{path}: metadata.ranks is missing (not a tb-redistribute --json file?)")
+        rows = measured_rows(path)
+        if not rows:
+            raise ValueError(f"{path}: no algorithm rows")
+        first = next(iter(rows.values()))
+        this = Point("tb-redistribute", f"slab {first['global_shape']} {first['element_type']}",
+                     first["local_bytes_max"] // ranks)
+        if point is not None and this != point:
+            raise ValueError(f"{path}: {this.layout} at {this.bytes_per_peer} B per peer, but {paths[0]} is "
+                             f"{point.layout} at {point.bytes_per_peer} B: one --redistribute takes one cube's repetitions")
+        point = this
+        for name, r in rows.items():
+            samples.setdefault(name, []).append(float(r["median_s"]))
+    return point, samples
+
+
+BENCH_NAME = re.compile(r"^alltoallw/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<bytes>\d+)(/pass:(?P<pass>\d+))?/")
+TIME_UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def bench_samples(path):
+    """{Point: {algorithm: [seconds per pass]}} from a tb-bench --benchmark_out JSON file (the
+    alltoallw layouts; Google Benchmark's aggregate rows and the persistent forms left out)."""
+    points = {}
+    for b in load_json(path).get("benchmarks", []):
+        m = BENCH_NAME.match(b["name"])
+        if not m or b.get("run_type", "iteration") != "iteration" or ":" in m["algorithm"]:
+            continue
+        unit = b.get("time_unit", "ns")
+        if unit not in TIME_UNIT_S:
+            raise ValueError(f"{path}: benchmark {b['name']}: unknown time unit '{unit}'")
+        point = Point("tb-bench", m["layout"], int(m["bytes"]))
+        points.setdefault(point, {}).setdefault(m["algorithm"], []).append(b["real_time"] * TIME_UNIT_S[unit])
+    if not points:
+        raise ValueError(f"{path}: no alltoallw/<layout>/<algorithm>/<bytes> benchmarks (not tb-bench JSON?)")
+    return points
+
+
+def bench_prediction_path(folder, point):
+    return os.path.join(folder, f"{point.layout}-{point.bytes_per_peer}.csv")
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    """One algorithm at one point: every repetition's measured time and the prediction (s)."""
+    point: Point
+    algorithm: str
+    samples: list
+    predicted_s: float
+    parts: dict = field(default_factory=dict)  # communication_s, local_s, overhead_s
+
+    @property
+    def measured_s(self):
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self):
+        """(slowest - fastest repetition) / median: how far one repetition alone could be off."""
+        return (max(self.samples) - min(self.samples)) / self.measured_s
+
+    @property
+    def error(self):
+        return signed_error(self.predicted_s, self.measured_s)
+
+
+def signed_error(predicted, measured):
+    """(predicted - measured) / measured: > 0 the model is too slow, < 0 too fast."""
+    if measured <= 0:
+        raise ValueError(f"a measured time of {measured} s: the error needs a time above 0")
+    return (predicted - measured) / measured
+
+
+def compare(point, samples, predicted, min_repetitions, where):
+    """Comparisons of every algorithm both measured and predicted at `point`, in the prediction's
+    order; too few repetitions is an error naming the point (`where`: its files)."""
+    out = []
+    for name, p in predicted.items():
+        if name not in samples:
+            continue
+        if len(samples[name]) < min_repetitions:
+            raise ValueError(f"{where}: {name} at {point.label()} {point.bytes_per_peer} B has "
+                             f"{len(samples[name])} repetition(s); at least {min_repetitions} are needed")
+        parts = {k: float(p.get(k) or 0.0) for k in ("communication_s", "local_s", "overhead_s")}
+        out.append(Comparison(point, name, list(samples[name]), float(p["total_s"]), parts))
+    return out
+
+
+@dataclass
+class Summary:
+    """The errors of a set of comparisons from SUMMARY_FROM_BYTES per peer."""
+    points: int
+    median_abs: float
+    mean_abs: float
+    bias: float           # mean signed error
+    within: int           # points from WITHIN_FROM_BYTES within WITHIN
+    within_of: int
+
+
+def summarise(comparisons):
+    """Summary of `comparisons` at SUMMARY_FROM_BYTES per peer and above; None when there are none."""
+    errors = [c.error for c in comparisons if c.point.bytes_per_peer >= SUMMARY_FROM_BYTES]
+    if not errors:
+        return None
+    large = [c.error for c in comparisons if c.point.bytes_per_peer >= WITHIN_FROM_BYTES]
+    return Summary(points=len(errors), median_abs=statistics.median(abs(e) for e in errors),
+                   mean_abs=statistics.fmean(abs(e) for e in errors), bias=statistics.fmean(errors),
+                   within=sum(1 for e in large if abs(e) <= WITHIN), within_of=len(large))
+
+
+@dataclass
+class Ranking:
+    point: Point
+    measured: list   # algorithm names, fastest first
+    predicted: list
+
+    @property
+    def matches(self):
+        return self.measured == self.predicted
+
+
+def ranking(comparisons):
+    """The algorithms of one point ordered by measured median and by prediction, fastest first."""
+    by_measured = sorted(comparisons, key=lambda c: (c.measured_s, c.algorithm))
+    by_predicted = sorted(comparisons, key=lambda c: (c.predicted_s, c.algorithm))
+    return Ranking(comparisons[0].point, [c.algorithm for c in by_measured], [c.algorithm for c in by_predicted])
+
+
+def ranking_points(comparisons):
+    """The points whose ranking is checked: the 256^3 slab and every point at 1 MiB per peer."""
+    chosen = []
+    for c in comparisons:
+        p = c.point
+        if p not in chosen and (RANKING_SHAPE in p.layout.split() or p.bytes_per_peer == RANKING_BYTES):
+            chosen.append(p)
+    return chosen
+
+
+def by_point(comparisons):
+    out = {}
+    for c in comparisons:
+        out.setdefault(c.point, []).append(c)
+    return out
+
+
+def algorithms_in_order(comparisons):
+    seen = []
+    for c in comparisons:
+        if c.algorithm not in seen:
+            seen.append(c.algorithm)
+    return seen
+
+
+def missing_algorithms(comparisons, expected):
+    """["<point>: <algorithm>", ...] for every expected algorithm some point lacks. local_remap is
+    expected only where it can run: a redistribution (tb-bench's alltoallw layouts have none)."""
+    missing = []
+    for point, cs in by_point(comparisons).items():
+        have = {c.algorithm for c in cs}
+        for name in expected:
+            if name == "local_remap" and point.source != "tb-redistribute":
+                continue
+            if name not in have:
+                missing.append(f"{point.label()} {human_bytes(point.bytes_per_peer)}: {name}")
+    return missing
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+# ---------------------------------------------------------------------------------------------
+
+def human_bytes(n):
+    for unit, scale in (("MiB", MIB), ("KiB", KIB)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def pct(x):
+    return f"{100 * x:+.1f} %"
+
+
+def summary_row(name, s):
+    if s is None:
+        return f"| {name} | 0 | - | - | - | - |"
+    return (f"| {name} | {s.points} | {100 * s.median_abs:.1f} % | {100 * s.mean_abs:.1f} % | {pct(s.bias)} | "
+            f"{s.within} of {s.within_of} |")
+
+
+def report_lines(comparisons, expected=()):
+    """The markdown report: every point, the summaries, the rankings and the goals; `expected`:
+    the algorithms every point was checked to compare (missing_algorithms)."""
+    lines = ["| point | bytes per peer | algorithm | reps | measured median ms | rep spread | predicted ms "
+             "(comm + local + overhead) | signed error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in comparisons:
+        p = c.parts
+        lines.append(f"| {c.point.label()} | {human_bytes(c.point.bytes_per_peer)} | {c.algorithm} | {len(c.samples)} | "
+                     f"{c.measured_s * 1e3:.4f} | {100 * c.spread:.0f} % | {c.predicted_s * 1e3:.4f} "
+                     f"({p.get('communication_s', 0) * 1e3:.4f} + {p.get('local_s', 0) * 1e3:.4f} + "
+                     f"{p.get('overhead_s', 0) * 1e3:.4f}) | {pct(c.error)} |")
+    overall = summarise(comparisons)
+    if expected:
+        lines += ["", f"every point compares each algorithm tb-model costs: {', '.join(expected)}"]
+    lines += ["", f"Summary over the points from {human_bytes(SUMMARY_FROM_BYTES)} per peer (signed error = "
+              "(predicted - measured) / measured; bias = mean signed error):", "",
+              f"| algorithm | points | median \\|error\\| | mean \\|error\\| | bias | within {100 * WITHIN:.0f} % "
+              f"from {human_bytes(WITHIN_FROM_BYTES)} per peer |",
+              "|---|---|---|---|---|---|"]
+    for name in algorithms_in_order(comparisons):
+        lines.append(summary_row(name, summarise([c for c in comparisons if c.algorithm == name])))
+    lines.append(summary_row("**all**", overall))
+    for source in sorted({c.point.source for c in comparisons}):  # the two kinds of point apart
+        lines.append(summary_row(f"all, {source} points", summarise([c for c in comparisons if c.point.source == source])))
+    lines.append("")
+    if overall is None:
+        lines.append(f"overall: no points from {human_bytes(SUMMARY_FROM_BYTES)} per peer: no error, no bias")
+    else:
+        lines.append(f"overall: median |error| {100 * overall.median_abs:.1f} %, mean |error| "
+                     f"{100 * overall.mean_abs:.1f} %, bias {pct(overall.bias)} over {overall.points} points; "
+                     f"{overall.within} of {overall.within_of} within {100 * WITHIN:.0f} % from "
+                     f"{human_bytes(WITHIN_FROM_BYTES)} per peer")
+    points = by_point(comparisons)
+    rankings = [ranking(points[p]) for p in ranking_points(comparisons)]
+    lines += ["", "Ranking, fastest first (measured median against tb-model on the calibrated host):", ""]
+    if not rankings:
+        lines.append(f"ranking: not checked (neither the {RANKING_SHAPE} slab nor {human_bytes(RANKING_BYTES)} "
+                     "per peer is in this run)")
+    for r in rankings:
+        lines.append(f"ranking at {r.point.label()} {human_bytes(r.point.bytes_per_peer)}: "
+                     f"{'matches' if r.matches else 'DIFFERS'}; measured {' < '.join(r.measured)}; "
+                     f"predicted {' < '.join(r.predicted)}")
+    lines += ["", "Goals (issue 19; reported, not asserted):", ""] + goal_lines(comparisons, overall, rankings)
+    return lines
+
+
+def goal_lines(comparisons, overall, rankings):
+    def met(ok):
+        return "met" if ok else "NOT met"
+    if overall is None:
+        return ["- no points from 1 KiB per peer: the goals cannot be judged"]
+    large = [c for c in comparisons if c.point.bytes_per_peer >= WITHIN_FROM_BYTES]
+    worst = max(large, key=lambda c: abs(c.error), default=None)
+    lines = [f"- median |error| <= {100 * GOAL_MEDIAN_ABS:.0f} %: {100 * overall.median_abs:.1f} %, "
+             f"{met(overall.median_abs <= GOAL_MEDIAN_ABS)}",
+             f"- |bias| <= {100 * GOAL_ABS_BIAS:.0f} %: {pct(overall.bias)}, {met(abs(overall.bias) <= GOAL_ABS_BIAS)}"]
+    if worst is None:
+        lines.append(f"- every algorithm within {100 * WITHIN:.0f} % from {human_bytes(WITHIN_FROM_BYTES)} per peer: "
+                     "no such points in this run")
+    else:
+        lines.append(f"- every algorithm within {100 * WITHIN:.0f} % from {human_bytes(WITHIN_FROM_BYTES)} per peer: "
+                     f"{overall.within} of {overall.within_of}, {met(overall.within == overall.within_of)} (worst: "
+                     f"{worst.algorithm} at {worst.point.label()} {human_bytes(worst.point.bytes_per_peer)}, "
+                     f"{pct(worst.error)})")
+    slab = [r for r in rankings if RANKING_SHAPE in r.point.layout.split()]
+    mib = [r for r in rankings if r.point.bytes_per_peer == RANKING_BYTES]
+    for what, rs in ((f"the {RANKING_SHAPE} slab", slab), (f"{human_bytes(RANKING_BYTES)} per peer", mib)):
+        if not rs:
+            lines.append(f"- ranking at {what}: not in this run")
+        else:
+            same = sum(1 for r in rs if r.matches)
+            lines.append(f"- ranking at {what}: {same} of {len(rs)} point(s) match, {met(same == len(rs))}")
+    return lines
+
+
+CSV_COLUMNS = ["source", "layout", "bytes_per_peer", "algorithm", "repetitions", "measured_median_s",
+               "measured_min_s", "measured_max_s", "predicted_s", "communication_s", "local_s", "overhead_s",
+               "signed_error"]
+
+
+def write_csv(path, comparisons):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for c in comparisons:
+            w.writerow([c.point.source, c.point.layout, c.point.bytes_per_peer, c.algorithm, len(c.samples),
+                        f"{c.measured_s:.9g}", f"{min(c.samples):.9g}", f"{max(c.samples):.9g}",
+                        f"{c.predicted_s:.9g}", f"{c.parts.get('communication_s', 0):.9g}",
+                        f"{c.parts.get('local_s', 0):.9g}", f"{c.parts.get('overhead_s', 0):.9g}",
+                        f"{c.error:.6f}"])
+
+
+def collect(args):
+    """Every comparison the report's arguments name, redistributions first, then tb-bench's points
+    by layout and size."""
+    comparisons = []
+    for group in args.redistribute or []:
+        predicted_path, measured_paths = group[0], group[1:]
+        point, samples = redistribute_samples(measured_paths)
+        comparisons += compare(point, samples, predicted_rows(predicted_path), args.min_repetitions,
+                               ", ".join(measured_paths))
+    if args.bench:
+        bench_path, folder = args.bench
+        points = bench_samples(bench_path)
+        for point in sorted(points, key=lambda p: (p.layout, p.bytes_per_peer)):
+            path = bench_prediction_path(folder, point)
+            if not os.path.exists(path):
+                raise ValueError(f"{bench_path}: no prediction for {point.layout} at {point.bytes_per_peer} B per "
+                                 f"peer ({path} is missing)")
+            comparisons += compare(point, points[point], predicted_rows(path), args.min_repetitions, bench_path)
+    return comparisons
+
+
+def report(args):
+    comparisons = collect(args)
+    if not comparisons:
+        raise ValueError("nothing to compare: give --redistribute and/or --bench")
+    expected = [a for a in (args.expect_algorithms or "").split(",") if a]
+    missing = missing_algorithms(comparisons, expected)
+    if missing:
+        raise ValueError("not both measured and predicted at every point: " + "; ".join(missing))
+    text = "\n".join(report_lines(comparisons, expected)) + "\n"
+    sys.stdout.write(text)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(text)
+    if args.csv:
+        write_csv(args.csv, comparisons)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# tb-bench's patterns for tb-model
+# ---------------------------------------------------------------------------------------------
+
+def parse_size(text):
+    """"64", "4K", "16M" -> bytes (tb-bench's -m sizes)."""
+    m = re.fullmatch(r"(\d+)([KkMm]?)", text)
+    if not m or int(m[1]) < 1:
+        raise ValueError(f"'{text}' is not a size in bytes (e.g. 1024, 4K, 16M)")
+    return int(m[1]) * {"": 1, "K": KIB, "M": MIB}[m[2].upper()]
+
+
+def sweep_sizes(text):
+    """tb-bench's -m MIN:MAX: the powers of two from MIN to MAX."""
+    lo, _, hi = text.partition(":")
+    lo, hi = parse_size(lo), parse_size(hi or lo)
+    if lo & (lo - 1) or hi < lo:
+        raise ValueError(f"--sizes {text}: MIN must be a power of two and MAX at least MIN")
+    sizes = []
+    while lo <= hi:
+        sizes.append(lo)
+        lo *= 2
+    return sizes
+
+
+def vector_block(layout):
+    """vector<B>'s block bytes B (a power of two; K and M suffixes), as tb-bench reads it."""
+    b = parse_size(layout[len("vector"):])
+    if b & (b - 1):
+        raise ValueError(f"layout '{layout}': B must be a power of two (vector64, vector4K)")
+    return b
+
+
+def bench_pattern(layout, nbytes, ranks):
+    """The pattern of tb-bench's call at `nbytes` per peer, as TB_ALLTOALLW_RECORD writes it:
+    [src, dst, bytes, send blocks, receive blocks] for every pair, the self pair included. Each
+    rank receives nbytes of MPI_BYTE (one block); it sends nbytes of MPI_BYTE (contiguous: one
+    block) or one MPI_Type_vector of nbytes / B blocks of B = min(B, nbytes) bytes at a 2B
+    stride (vector<B>: nbytes / B blocks, one below B bytes)."""
+    if layout == "contiguous":
+        send_blocks = 1
+    elif layout.startswith("vector"):
+        block = min(vector_block(layout), nbytes)
+        send_blocks = nbytes // block
+    else:
+        raise ValueError(f"layout '{layout}': only contiguous and vector<B> are Alltoallw patterns of tb-bench")
+    pairs = [[s, d, nbytes, send_blocks, 1] for s in range(ranks) for d in range(ranks)]
+    return {"ranks": ranks, "description": f"tb-bench alltoallw/{layout} {human_bytes(nbytes)} per peer "
+            f"({nbytes} B), {ranks} ranks", "pairs": pairs}
+
+
+def patterns(args):
+    layouts = [l for l in args.layouts.split(",") if l]
+    if args.ranks < 1:
+        raise ValueError(f"--ranks {args.ranks}: at least 1")
+    calls = [(layout, n) for layout in layouts for n in sweep_sizes(args.sizes)]
+    lines = [json.dumps(bench_pattern(layout, n, args.ranks)) for layout, n in calls]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    for k, (layout, n) in enumerate(calls):
+        print(k, layout, n)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The memory model from tb-redistribute's floors
+# ---------------------------------------------------------------------------------------------
 
 def memory_from_floors(measured_paths, base):
     """The memory model of `base` with its bandwidth tables from the floors of the measured runs:
     bandwidth_by_bytes from memcpy_floor, streaming_bandwidth_by_bytes from streaming_copy (the
-    same copy with streaming stores, as the testbed's packer makes large copies)."""
-    tables = {"memcpy_floor": {}, "streaming_copy": {}}
+    same copy with streaming stores, as the testbed's packer makes large copies). Runs of the same
+    size (repetitions) give the median of their bandwidths."""
+    tables = {"memcpy_floor": {}, "streaming_copy": {}}  # method -> bytes -> [bandwidth per run]
     for path in measured_paths:
-        with open(path) as f:
-            doc = json.load(f)
+        doc = load_json(path)
         for method, points in tables.items():
             rows = [r for r in doc["results"] if r["method"] == method]
             if not rows:
@@ -55,54 +525,60 @@ def memory_from_floors(measured_paths, base):
             nbytes, seconds = rows[0]["local_bytes_max"], rows[0]["fastest_s"]
             if nbytes <= 0 or seconds <= 0:
                 raise ValueError(f"{path}: the {method} row needs bytes and time above 0")
-            points[float(nbytes)] = nbytes / seconds
+            points.setdefault(float(nbytes), []).append(nbytes / seconds)
     model = dict(base)
-    copy = sorted(tables["memcpy_floor"].items())
-    model["bandwidth_by_bytes"] = [[b, bw] for b, bw in copy]
+    model.pop("source", None)
+    copy = [[b, statistics.median(bw)] for b, bw in sorted(tables["memcpy_floor"].items())]
+    model["bandwidth_by_bytes"] = copy
     model["copy_bandwidth_bytes_per_s"] = copy[-1][1]
     if tables["streaming_copy"]:
-        model["streaming_bandwidth_by_bytes"] = [[b, bw] for b, bw in sorted(tables["streaming_copy"].items())]
-    model["source"] = "tb-redistribute memcpy floors: " + ", ".join(measured_paths)
-    return model
+        model["streaming_bandwidth_by_bytes"] = [[b, statistics.median(bw)]
+                                                 for b, bw in sorted(tables["streaming_copy"].items())]
+    return model  # tb-model reads exactly its schema's keys: the provenance is the script's file names
+
+
+def memory(args):
+    model = memory_from_floors(args.measured, load_json(args.base))
+    with open(args.out, "w") as f:
+        json.dump(model, f, indent=2)
+    return 0
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="model_validation.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("report", help="predicted against measured: errors, bias, rankings")
+    r.add_argument("--redistribute", nargs="+", action="append", metavar="FILE",
+                   help="PREDICTED.csv then every repetition's tb-redistribute JSON of one cube")
+    r.add_argument("--bench", nargs=2, metavar=("BENCH_JSON", "PREDICTIONS_DIR"))
+    r.add_argument("--markdown", help="also write the report here")
+    r.add_argument("--csv", help="one row per algorithm and point")
+    r.add_argument("--min-repetitions", type=int, default=5)
+    r.add_argument("--expect-algorithms", help="comma-separated: each point must compare every one")
+    r.set_defaults(run=report)
+    t = sub.add_parser("patterns", help="tb-bench's calls as TB_ALLTOALLW_RECORD lines")
+    t.add_argument("out")
+    t.add_argument("--sizes", required=True, help="MIN:MAX bytes per peer, powers of two (1K:4M)")
+    t.add_argument("--layouts", default="contiguous,vector64")
+    t.add_argument("--ranks", type=int, default=2)
+    t.set_defaults(run=patterns)
+    m = sub.add_parser("memory-from-floors", help="tb-model's memory model from tb-redistribute's floors")
+    m.add_argument("out")
+    m.add_argument("base")
+    m.add_argument("measured", nargs="+")
+    m.set_defaults(run=memory)
+    return p
 
 
 def main(argv):
-    if len(argv) >= 5 and argv[1] == "--memory-from-floors":
-        with open(argv[3]) as f:
-            base = json.load(f)
-        model = memory_from_floors(argv[4:], base)
-        with open(argv[2], "w") as f:
-            json.dump(model, f, indent=2)
-        return 0
-    if len(argv) < 3 or len(argv) % 2 == 0:
-        print(__doc__, file=sys.stderr)
-        return 2
-    print("| shape | bytes per peer | algorithm | measured ms | predicted ms (comm + local + overhead) | error |")
-    print("|---|---|---|---|---|---|")
-    errors = []
-    for measured_path, predicted_path in zip(argv[1::2], argv[2::2]):
-        measured = measured_rows(measured_path)
-        predicted = predicted_rows(predicted_path)
-        for name, m in measured.items():
-            p = predicted.get(name)
-            if p is None:
-                continue
-            ranks = 2
-            per_peer = m["local_bytes_max"] / ranks
-            t_meas = m["fastest_s"]
-            t_pred = float(p["total_s"])
-            err = (t_pred - t_meas) / t_meas
-            if per_peer >= 1024:
-                errors.append(abs(err))
-            print(f"| {m['global_shape']} | {per_peer / 1024:.0f} KiB | {name} | {t_meas * 1e3:.3f} | "
-                  f"{t_pred * 1e3:.3f} ({float(p['communication_s']) * 1e3:.3f} + {float(p['local_s']) * 1e3:.3f} + "
-                  f"{float(p.get('overhead_s', 0)) * 1e3:.3f}) | "
-                  f"{err * 100:+.0f} % |")
-    if errors:
-        within = sum(1 for e in errors if e <= 0.2)
-        print(f"\nmean |error| at >= 1 KiB per peer: {100 * sum(errors) / len(errors):.0f} % over {len(errors)} points; "
-              f"{within} of {len(errors)} within 20 %")
-    return 0
+    args = parser().parse_args(argv[1:])
+    try:
+        return args.run(args)
+    except (ValueError, KeyError, OSError) as e:
+        what = f"missing key {e}" if isinstance(e, KeyError) else str(e)
+        print(f"model_validation.py {args.command}: error: {what}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,12 +1,20 @@
-"""analysis/model_validation.py: the memory model from tb-redistribute's memcpy floors."""
+"""analysis/model_validation.py: the memory model from tb-redistribute's memcpy floors; the
+signed error, bias, median |error| and rankings of the report on hand-made inputs; tb-bench's
+patterns in TB_ALLTOALLW_RECORD's format."""
+import csv
+import io
 import json
 import os
 import sys
 import tempfile
 import unittest
+from contextlib import redirect_stdout
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_validation  # noqa: E402
+from model_validation import Comparison, Point  # noqa: E402
+
+KIB, MIB = 1 << 10, 1 << 20
 
 
 def measured(tmp, name, floor_bytes, floor_s, with_floor=True, streaming_s=None):
@@ -34,11 +42,245 @@ class MemoryFromFloors(unittest.TestCase):
         self.assertEqual(m["per_block_s"], 2e-9)
         self.assertEqual(base["bandwidth_by_bytes"], [[1, 1]], "the base model is not modified")
 
+    def test_repetitions_of_one_size_give_the_median_bandwidth(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = [measured(tmp, f"rep{k}.json", 4096, s) for k, s in enumerate((1e-7, 4e-7, 2e-7))]
+            m = model_validation.memory_from_floors(runs, {"per_block_s": 0})
+        self.assertEqual(m["bandwidth_by_bytes"], [[4096.0, 4096 / 2e-7]])
+
     def test_a_run_without_a_floor_is_an_error_naming_the_file(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = measured(tmp, "no-floor.json", 4096, 1e-7, with_floor=False)
             with self.assertRaisesRegex(ValueError, "no-floor.json: no memcpy_floor row"):
                 model_validation.memory_from_floors([path], {})
+
+
+def comparison(algorithm, measured_s, predicted_s, nbytes=64 * KIB, layout="contiguous", source="tb-bench"):
+    """One comparison whose five repetitions have the median `measured_s`."""
+    samples = [measured_s * f for f in (0.9, 1.0, 1.3, 0.95, 1.1)]
+    return Comparison(Point(source, layout, nbytes), algorithm, samples, predicted_s)
+
+
+class Errors(unittest.TestCase):
+    def test_signed_error_is_predicted_minus_measured_over_measured(self):
+        self.assertAlmostEqual(model_validation.signed_error(1.2, 1.0), 0.2)
+        self.assertAlmostEqual(model_validation.signed_error(0.5, 2.0), -0.75)
+        with self.assertRaisesRegex(ValueError, "above 0"):
+            model_validation.signed_error(1.0, 0.0)
+
+    def test_the_measured_time_is_the_median_of_the_repetitions_not_the_fastest(self):
+        c = Comparison(Point("tb-bench", "contiguous", KIB), "native", [5.0, 1.0, 3.0, 9.0, 4.0], 3.0)
+        self.assertEqual(c.measured_s, 4.0)
+        self.assertAlmostEqual(c.error, -0.25)
+        self.assertAlmostEqual(c.spread, (9.0 - 1.0) / 4.0)
+
+    def test_bias_is_the_mean_signed_error_beside_the_median_and_mean_of_its_size(self):
+        # errors +30 %, -10 %, -20 %, +40 %, at 64 KiB; and one at 512 B that the summary leaves out
+        cs = [comparison("native", 1.0, 1.3), comparison("pairwise", 1.0, 0.9), comparison("node_leader", 2.0, 1.6),
+              comparison("native", 1.0, 1.4, nbytes=128 * KIB), comparison("native", 1.0, 9.0, nbytes=512)]
+        s = model_validation.summarise(cs)
+        self.assertEqual(s.points, 4)
+        self.assertAlmostEqual(s.bias, (0.3 - 0.1 - 0.2 + 0.4) / 4)
+        self.assertAlmostEqual(s.mean_abs, (0.3 + 0.1 + 0.2 + 0.4) / 4)
+        self.assertAlmostEqual(s.median_abs, (0.2 + 0.3) / 2)
+        self.assertEqual((s.within, s.within_of), (2, 4))  # -10 % and -20 % from 64 KiB
+
+    def test_within_counts_only_points_from_64_kib_per_peer(self):
+        cs = [comparison("native", 1.0, 1.1, nbytes=32 * KIB), comparison("native", 1.0, 1.5, nbytes=64 * KIB)]
+        s = model_validation.summarise(cs)
+        self.assertEqual((s.points, s.within, s.within_of), (2, 0, 1))
+
+    def test_errors_that_cancel_have_no_bias_but_a_large_error(self):
+        s = model_validation.summarise([comparison("a", 1.0, 1.5), comparison("b", 1.0, 0.5)])
+        self.assertAlmostEqual(s.bias, 0.0)
+        self.assertAlmostEqual(s.median_abs, 0.5)
+
+    def test_nothing_from_1_kib_is_no_summary(self):
+        self.assertIsNone(model_validation.summarise([comparison("native", 1.0, 2.0, nbytes=512)]))
+
+
+class Rankings(unittest.TestCase):
+    def test_same_order_matches(self):
+        r = model_validation.ranking([comparison("native", 3.0, 2.0), comparison("pairwise", 1.0, 0.5),
+                                      comparison("node_leader", 2.0, 1.9)])
+        self.assertEqual(r.measured, ["pairwise", "node_leader", "native"])
+        self.assertEqual(r.predicted, ["pairwise", "node_leader", "native"])
+        self.assertTrue(r.matches)
+
+    def test_a_swapped_pair_differs(self):
+        r = model_validation.ranking([comparison("native", 1.0, 2.0), comparison("pairwise", 1.5, 1.0)])
+        self.assertEqual(r.measured, ["native", "pairwise"])
+        self.assertEqual(r.predicted, ["pairwise", "native"])
+        self.assertFalse(r.matches)
+
+    def test_checked_at_the_256_cube_slab_and_at_1_mib_per_peer_only(self):
+        slab = Point("tb-redistribute", "slab 256x256x256 c64", 64 * MIB)
+        mib = Point("tb-bench", "vector64", MIB)
+        other = Point("tb-redistribute", "slab 128x128x128 c64", 8 * MIB)
+        cs = [Comparison(p, a, [1.0] * 5, 1.0) for p in (other, slab, mib) for a in ("native", "pairwise")]
+        self.assertEqual(model_validation.ranking_points(cs), [slab, mib])
+
+
+def write_bench(path, times):
+    """A tb-bench --interleave --passes JSON: times[(layout, bytes, algorithm)] = [us per pass]."""
+    benchmarks = [{"name": f"alltoallw/{layout}/{algorithm}/{nbytes}/pass:{k + 1}/manual_time", "run_type": "iteration",
+                   "real_time": t, "time_unit": "us"}
+                  for (layout, nbytes, algorithm), ts in times.items() for k, t in enumerate(ts)]
+    with open(path, "w") as f:
+        json.dump({"context": {}, "benchmarks": benchmarks}, f)
+
+
+def write_prediction(path, totals, network="host-calibrated"):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["pattern", "ranks", "algorithm", "network", "communication_s", "local_s", "overhead_s", "total_s",
+                    "phases", "messages"])
+        for algorithm, total in totals.items():
+            w.writerow(["p", 2, algorithm, network, total / 2, total / 2, 0, total, 1, 4])
+
+
+def write_redistribute(path, rows_s, shape="64x64x64", local_bytes=2 * MIB, ranks=2):
+    rows = [{"method": "memcpy_floor", "local_bytes_max": local_bytes, "fastest_s": 1e-4, "median_s": 1e-4,
+             "global_shape": shape, "element_type": "c64"}]
+    rows += [{"method": method, "local_bytes_max": local_bytes, "fastest_s": s * 0.9, "median_s": s,
+              "global_shape": shape, "element_type": "c64"} for method, s in rows_s.items()]
+    with open(path, "w") as f:
+        json.dump({"metadata": {"ranks": ranks}, "results": rows}, f)
+
+
+class Report(unittest.TestCase):
+    """The whole report from files as model_validation.sh writes them."""
+
+    def run_report(self, tmp, redistribute_reps=5, bench_passes=5, expect="native,pairwise,local_remap"):
+        bench = os.path.join(tmp, "bench.json")
+        write_bench(bench, {("contiguous", MIB, "native"): [100, 110, 400, 90, 105][:bench_passes],   # median 105 us
+                            ("contiguous", MIB, "pairwise"): [200, 210, 190, 205, 50][:bench_passes]})  # median 200 us
+        folder = os.path.join(tmp, "pred")
+        os.mkdir(folder)
+        write_prediction(os.path.join(folder, f"contiguous-{MIB}.csv"), {"native": 126e-6, "pairwise": 150e-6})
+        predicted = os.path.join(tmp, "predicted-64.csv")
+        write_prediction(predicted, {"native": 1.1e-3, "pairwise": 0.8e-3, "local_remap": 2.0e-3})
+        reps = []
+        for k in range(redistribute_reps):
+            path = os.path.join(tmp, f"measured-64-rep{k}.json")
+            write_redistribute(path, {"alltoallw:native": 1e-3 * (1 + k / 10), "alltoallw:pairwise (steps)": 1e-3,
+                                      "local_remap": 2e-3})
+            reps.append(path)
+        out_csv, out_md = os.path.join(tmp, "v.csv"), os.path.join(tmp, "r.md")
+        argv = ["model_validation.py", "report", "--redistribute", predicted, *reps, "--bench", bench, folder,
+                "--csv", out_csv, "--markdown", out_md, "--expect-algorithms", expect]
+        text = io.StringIO()
+        with redirect_stdout(text):
+            code = model_validation.main(argv)
+        return code, text.getvalue(), out_csv
+
+    def test_report_states_every_point_the_error_the_bias_and_the_rankings(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            code, text, out_csv = self.run_report(tmp)
+            with open(out_csv) as f:
+                rows = list(csv.DictReader(f))
+        self.assertEqual(code, 0)
+        errors = {(r["source"], r["algorithm"]): float(r["signed_error"]) for r in rows}
+        # redistribution: native's median over 1.0, 1.1, ..., 1.4 ms is 1.2 ms
+        self.assertAlmostEqual(errors[("tb-redistribute", "native")], 1.1 / 1.2 - 1, places=6)
+        self.assertAlmostEqual(errors[("tb-redistribute", "pairwise")], -0.2, places=6)
+        self.assertAlmostEqual(errors[("tb-redistribute", "local_remap")], 0.0, places=6)
+        self.assertAlmostEqual(errors[("tb-bench", "native")], 126 / 105 - 1, places=6)  # +20 %
+        self.assertAlmostEqual(errors[("tb-bench", "pairwise")], -0.25, places=6)
+        all_errors = sorted(errors.values())
+        bias = sum(all_errors) / 5
+        self.assertIn(f"bias {100 * bias:+.1f} % over 5 points", text)
+        self.assertIn("every point compares each algorithm tb-model costs: native, pairwise, local_remap", text)
+        self.assertIn("overall: median |error| 20.0 %", text)  # |errors|: 0, 8.3, 20, 20, 25 %
+        self.assertRegex(text, r"\| native \| 2 \| [0-9.]+ % \| [0-9.]+ % \| [-+][0-9.]+ % \| 2 of 2 \|")
+        # slab 64^3 at 2 ranks is 1 MiB per peer: both points' rankings are checked
+        self.assertIn("ranking at tb-redistribute slab 64x64x64 c64 1 MiB: matches; measured pairwise < native < "
+                      "local_remap; predicted pairwise < native < local_remap", text)
+        self.assertIn("ranking at tb-bench contiguous 1 MiB: matches; measured native < pairwise; "
+                      "predicted native < pairwise", text)
+        self.assertIn("- ranking at the 256x256x256 slab: not in this run", text)
+        self.assertIn("- |bias| <= 5 %", text)
+
+    def test_fewer_than_five_repetitions_is_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            err = io.StringIO()
+            sys_stderr, sys.stderr = sys.stderr, err
+            try:
+                code, _, _ = self.run_report(tmp, redistribute_reps=4)
+            finally:
+                sys.stderr = sys_stderr
+        self.assertEqual(code, 1)
+        self.assertIn("has 4 repetition(s); at least 5 are needed", err.getvalue())
+
+    def test_an_expected_algorithm_missing_at_a_point_is_an_error_naming_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            err = io.StringIO()
+            sys_stderr, sys.stderr = sys.stderr, err
+            try:
+                code, _, _ = self.run_report(tmp, expect="native,pairwise,node_leader,local_remap")
+            finally:
+                sys.stderr = sys_stderr
+        self.assertEqual(code, 1)
+        self.assertIn("tb-bench contiguous 1 MiB: node_leader", err.getvalue())
+        self.assertIn("tb-redistribute slab 64x64x64 c64 1 MiB: node_leader", err.getvalue())
+        self.assertNotIn("tb-bench contiguous 1 MiB: local_remap", err.getvalue(), "tb-bench has no local_remap")
+
+    def test_predictions_for_several_networks_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.csv")
+            write_prediction(path, {"native": 1.0})
+            with open(path, "a") as f:
+                f.write("p,2,native,iec-ring,0,0,0,1,1,1\n")
+            with self.assertRaisesRegex(ValueError, "p.csv: predictions for 2 networks"):
+                model_validation.predicted_rows(path)
+
+    def test_repetitions_of_different_cubes_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
+            write_redistribute(a, {"alltoallw:native": 1e-3})
+            write_redistribute(b, {"alltoallw:native": 1e-3}, shape="32x32x32", local_bytes=256 * KIB)
+            with self.assertRaisesRegex(ValueError, "b.json: slab 32x32x32 c64 .* one --redistribute takes one cube"):
+                model_validation.redistribute_samples([a, b])
+
+
+class BenchPatterns(unittest.TestCase):
+    def test_contiguous_is_one_block_per_side_for_every_pair_self_included(self):
+        p = model_validation.bench_pattern("contiguous", 4 * KIB, 2)
+        self.assertEqual(p["ranks"], 2)
+        self.assertEqual(p["pairs"], [[0, 0, 4096, 1, 1], [0, 1, 4096, 1, 1], [1, 0, 4096, 1, 1], [1, 1, 4096, 1, 1]])
+
+    def test_vector_sends_bytes_over_block_blocks_and_receives_one(self):
+        self.assertEqual(model_validation.bench_pattern("vector64", KIB, 2)["pairs"][1], [0, 1, 1024, 16, 1])
+        self.assertEqual(model_validation.bench_pattern("vector4K", MIB, 3)["pairs"][5], [1, 2, MIB, 256, 1])
+        self.assertEqual(model_validation.bench_pattern("vector64", 32, 2)["pairs"][0], [0, 0, 32, 1, 1])
+
+    def test_unknown_layouts_and_sizes_are_errors(self):
+        with self.assertRaisesRegex(ValueError, "only contiguous and vector<B>"):
+            model_validation.bench_pattern("slab", KIB, 2)
+        with self.assertRaisesRegex(ValueError, "power of two"):
+            model_validation.bench_pattern("vector48", KIB, 2)
+        with self.assertRaisesRegex(ValueError, "not a size"):
+            model_validation.sweep_sizes("1X:4M")
+
+    def test_sweep_is_the_powers_of_two_from_min_to_max(self):
+        self.assertEqual(model_validation.sweep_sizes("1K:8K"), [1024, 2048, 4096, 8192])
+        self.assertEqual(model_validation.sweep_sizes("4M"), [4 * MIB])
+        with self.assertRaisesRegex(ValueError, "MAX at least MIN"):
+            model_validation.sweep_sizes("8K:1K")
+
+    def test_patterns_writes_one_line_per_layout_and_size_and_lists_the_calls(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.jsonl")
+            text = io.StringIO()
+            with redirect_stdout(text):
+                code = model_validation.main(["model_validation.py", "patterns", path, "--sizes", "1K:2K"])
+            with open(path) as f:
+                lines = [json.loads(line) for line in f]
+        self.assertEqual(code, 0)
+        self.assertEqual(text.getvalue().split("\n")[:4], ["0 contiguous 1024", "1 contiguous 2048", "2 vector64 1024",
+                                                           "3 vector64 2048"])
+        self.assertEqual([line["pairs"][1][3] for line in lines], [1, 1, 16, 32])
+        self.assertEqual(set(lines[0]), {"ranks", "description", "pairs"}, "exactly the keys tb-model reads")
 
 
 if __name__ == "__main__":

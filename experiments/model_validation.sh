@@ -1,16 +1,39 @@
 #!/usr/bin/env bash
-# The calibrated host model against measurement on this machine (fpga_transport issue, item 6).
-# 1. tb-beff on 2 ranks fits the host network (Hockney alpha, beta) -> host.json
-# 2. tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
-#    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json
-# 3. for each cube size, tb-redistribute times every algorithm and local_remap (slab, c64,
-#    axis 2 -> 0, 2 ranks) and the memcpy floor of its local array; the floors give the memory
-#    model's copy bandwidth by size (memory-floors.json), and tb-model predicts each call on
-#    host.json + memory-floors.json
-# 4. analysis/model_validation.py prints predicted against measured, with the error.
+# The calibrated host model against measurement on this machine (fpga_transport issue, item 6;
+# issue 19, item 2: a validation that one lucky run cannot fool).
+# 1. Calibration: tb-beff on 2 ranks fits the host network (Hockney alpha, beta) -> host.json;
+#    tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
+#    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json.
+# 2. Measured, every algorithm tb-model can cost (tb-model --list-algorithms), each point the
+#    median of REPETITIONS (>= 5) interleaved repetitions:
+#    - the redistributions: per repetition, tb-redistribute once per cube size (slab, c64,
+#      axis 2 -> 0, 2 ranks), the algorithms in an order rotated by one per repetition, so that
+#      the repetitions of one point lie a whole sweep apart and no algorithm always runs first;
+#    - the per-size sweep: tb-bench over SWEEP bytes per peer, contiguous and vector64 layouts,
+#      2 ranks, --interleave --passes REPETITIONS (pass K of every algorithm at a size runs
+#      before pass K+1 of any).
+# 3. Predicted: the memcpy floors of the tb-redistribute runs give the memory model's copy
+#    bandwidth by size (memory-floors.json); tb-model costs each cube, and each tb-bench point
+#    from its per-peer pattern (one line per layout and size in bench-patterns.jsonl, the format
+#    TB_ALLTOALLW_RECORD writes; tb-model --pattern FILE --call K), on host.json.
+# 4. analysis/model_validation.py report: per algorithm and point the measured median, the
+#    prediction and the signed error; per algorithm and overall the median and mean |error|,
+#    the bias and the points within 25 %; the rankings at the 256^3 slab and at 1 MiB per peer.
+#    It fails if an algorithm tb-model costs is missing at any point.
 #
 #   experiments/model_validation.sh [mpich|openmpi] [sizes...]    default: mpich 8 16 32 64 128
-# Writes results/model_validation/<mpi>/ (JSON, CSV) and prints the table.
+# Environment knobs (defaults in brackets):
+#   TB_VALIDATION_BIN [build/<mpi>/bin]         the tools (the build is made if they are missing
+#                                                and this is not set)
+#   TB_VALIDATION_OUT [results/model_validation/<mpi>]   where everything is written
+#   TB_VALIDATION_REPETITIONS [5]               repetitions per point, at least 5
+#   TB_VALIDATION_SWEEP [1K:4M]                 tb-bench's bytes per peer (powers of two); "none": no sweep
+#   TB_VALIDATION_LAYOUTS [contiguous,vector64] tb-bench's layouts
+#   TB_VALIDATION_MAX_SECONDS [5]               tb-redistribute's time limit per method and run
+#   TB_VALIDATION_MIN_TIME [0.05]               tb-bench's --benchmark_min_time per benchmark and pass
+#   TB_VALIDATION_BEFF_ARGS []                  extra tb-beff options (the CI test shortens its loops)
+# Writes $TB_VALIDATION_OUT: report.md (also printed), validation.csv, run.txt (the command, the
+# times and the load averages) and every tool's own output.
 # Every tool starts through experiments/launch.py, the launcher experiments/run.py uses (2 ranks
 # in its intra mode; tb-model is not an MPI program and runs as one process).
 set -euo pipefail
@@ -23,15 +46,72 @@ case $mpi in
   mpich | openmpi) ;;
   *) echo "usage: $0 [mpich|openmpi] [sizes...]" >&2; exit 2 ;;
 esac
-bin=build/$mpi/bin
+for n in "${sizes[@]}"; do
+  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "model_validation: cube size '$n' is not a positive integer" >&2; exit 2; }
+done
+reps=${TB_VALIDATION_REPETITIONS:-5}
+[[ $reps =~ ^[0-9]+$ ]] && [ "$reps" -ge 5 ] || {
+  echo "model_validation: TB_VALIDATION_REPETITIONS=$reps: at least 5 (each point is a median of >= 5 repetitions)" >&2
+  exit 2
+}
+sweep=${TB_VALIDATION_SWEEP:-1K:4M}
+layouts=${TB_VALIDATION_LAYOUTS:-contiguous,vector64}
+max_s=${TB_VALIDATION_MAX_SECONDS:-5}
+min_time=${TB_VALIDATION_MIN_TIME:-0.05}
+read -r -a beff_args <<< "${TB_VALIDATION_BEFF_ARGS:-}"
+bin=${TB_VALIDATION_BIN:-build/$mpi/bin}
 for tool in tb-beff tb-model tb-bench tb-redistribute; do
-  [ -x "$bin/$tool" ] || { ./scripts/build.sh "$mpi"; break; }
+  [ -x "$bin/$tool" ] && continue
+  if [ -n "${TB_VALIDATION_BIN:-}" ]; then
+    echo "model_validation: $bin/$tool is missing (TB_VALIDATION_BIN=$TB_VALIDATION_BIN)" >&2
+    exit 2
+  fi
+  ./scripts/build.sh "$mpi"
+  break
 done
 launch() { /usr/bin/python3 experiments/launch.py --mpi "$mpi" --bin "$bin" "$@"; }
-out=results/model_validation/$mpi
-mkdir -p "$out"
+validation() { /usr/bin/python3 analysis/model_validation.py "$@"; }
+# quiet LOG COMMAND...: the command's output to LOG; on failure its last lines and the log's name.
+quiet() {
+  local log=$1
+  shift
+  "$@" >"$log" 2>&1 || {
+    local rc=$?
+    tail -n 20 "$log" >&2
+    echo "model_validation: failed (exit status $rc): $*; its output: $log" >&2
+    return "$rc"
+  }
+}
+out=${TB_VALIDATION_OUT:-results/model_validation/$mpi}
+mkdir -p "$out/logs"
+# A previous run's files would be read as this run's repetitions: start clean.
+rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out/bench-patterns.jsonl" \
+  "$out/bench-predicted" "$out/report.md" "$out/validation.csv" "$out"/logs/*.log
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+{
+  echo "command: TB_VALIDATION_REPETITIONS=$reps TB_VALIDATION_SWEEP=$sweep TB_VALIDATION_LAYOUTS=$layouts" \
+    "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time $0 $mpi ${sizes[*]}"
+  echo "git commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "start: $(date -u '+%F %T') UTC, load average $(loadavg)"
+} > "$out/run.txt"
+cat "$out/run.txt"
+
+# The algorithms tb-model costs (those with a schedule; local_remap among them): every one is
+# measured and must be in the report.
+mapfile -t costed < <(launch tb-model --list-algorithms | awk '$2 == "schedule" { print $1 }')
+[ ${#costed[@]} -gt 0 ] || { echo "model_validation: tb-model --list-algorithms names no costed algorithm" >&2; exit 1; }
+alltoallw=()
+for a in "${costed[@]}"; do [ "$a" = local_remap ] || alltoallw+=("$a"); done
+join() { local IFS=,; echo "$*"; }
+# The costed algorithms rotated left by $1 places: repetition k starts with the k-th.
+rotated() {
+  local k=$(($1 % ${#costed[@]}))
+  join "${costed[@]:k}" "${costed[@]:0:k}"
+}
+echo "algorithms: $(join "${costed[@]}")"
+
 echo "== calibration: tb-beff (host network) and the memory model"
-launch -n 2 --out "$out/beff.json" tb-beff --fit-out "$out/host.json" | tail -2
+launch -n 2 --out "$out/beff.json" tb-beff --fit-out "$out/host.json" "${beff_args[@]}" | tail -2
 # Two measurements at once, as the 2 ranks of a redistribution copy at once (shared caches and
 # memory bandwidth); the first one's figures are used.
 launch tb-model --shape 8,8,8 --grid 2 --network "$out/host.json" --save-memory "$out/memory.json" >/dev/null &
@@ -39,22 +119,51 @@ launch tb-model --shape 8,8,8 --grid 2 --network "$out/host.json" --save-memory 
 wait $!  # the first one's memory model is used: its failure stops the script
 # Fixed per-call overheads: every algorithm at 1 B per peer (tb-bench), a separate measurement
 # from the validation points below.
-launch -n 2 --out "$out/overheads.json" tb-bench -m 1:1 --layouts contiguous --benchmark_min_time=0.2 >/dev/null
-for n in "${sizes[@]}"; do
-  echo "== ${n}^3: measured (tb-redistribute)"
-  launch -n 2 --out "$out/measured-$n.json" tb-redistribute --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 \
-    --type c64 --method all --max-seconds 5 >/dev/null
+quiet "$out/logs/overheads.log" launch -n 2 --out "$out/overheads.json" tb-bench -m 1:1 --layouts contiguous \
+  --benchmark_min_time=0.2
+
+for ((rep = 1; rep <= reps; rep++)); do
+  echo "== repetition $rep of $reps: tb-redistribute at ${sizes[*]} (cubes), methods $(rotated $((rep - 1)))"
+  for n in "${sizes[@]}"; do
+    quiet "$out/logs/measured-$n-rep$rep.log" launch -n 2 --out "$out/measured-$n-rep$rep.json" tb-redistribute \
+      --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --method "$(rotated $((rep - 1)))" \
+      --max-seconds "$max_s"
+  done
 done
+bench=()
+if [ "$sweep" != none ]; then
+  echo "== per-size sweep: tb-bench -m $sweep, $layouts, $reps interleaved passes"
+  quiet "$out/logs/bench.log" launch -n 2 --out "$out/bench.json" tb-bench -m "$sweep" --layouts "$layouts" \
+    --algorithms "$(join "${alltoallw[@]}")" --interleave --passes "$reps" --benchmark_min_time="$min_time"
+  bench=(--bench "$out/bench.json" "$out/bench-predicted")
+fi
+echo "measured: end $(date -u '+%F %T') UTC, load average $(loadavg)" | tee -a "$out/run.txt"
+
 # Copy bandwidth by size from the runs' own memcpy floors (same moment, same timing, both ranks
-# copying at once); the cost per block stays tb-model's measurement.
-measured=()
-for n in "${sizes[@]}"; do measured+=("$out/measured-$n.json"); done
-/usr/bin/python3 analysis/model_validation.py --memory-from-floors "$out/memory-floors.json" "$out/memory.json" "${measured[@]}"
-files=()
+# copying at once; the median over the repetitions); the cost per block stays tb-model's.
+validation memory-from-floors "$out/memory-floors.json" "$out/memory.json" "$out"/measured-*-rep*.json
+# tb-model on the calibrated host: model CSV [tb-model options...]
+model() {
+  local csv=$1
+  shift
+  quiet "$out/logs/$(basename "$csv" .csv).log" launch --out "$csv" tb-model --network "$out/host.json" \
+    --memory "$out/memory-floors.json" --overheads "$out/overheads.json" "$@"
+}
+redistribute=()
 for n in "${sizes[@]}"; do
-  echo "== ${n}^3: predicted (tb-model)"
-  launch --out "$out/predicted-$n.csv" tb-model --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 \
-    --network "$out/host.json" --memory "$out/memory-floors.json" --overheads "$out/overheads.json" >/dev/null
-  files+=("$out/measured-$n.json" "$out/predicted-$n.csv")
+  model "$out/predicted-$n.csv" --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64
+  redistribute+=(--redistribute "$out/predicted-$n.csv")
+  for ((rep = 1; rep <= reps; rep++)); do redistribute+=("$out/measured-$n-rep$rep.json"); done
 done
-/usr/bin/python3 analysis/model_validation.py "${files[@]}"
+if [ "$sweep" != none ]; then
+  mkdir -p "$out/bench-predicted"
+  validation patterns "$out/bench-patterns.jsonl" --sizes "$sweep" --layouts "$layouts" --ranks 2 |
+    while read -r call layout bytes; do
+      model "$out/bench-predicted/$layout-$bytes.csv" --pattern "$out/bench-patterns.jsonl" --call "$call"
+    done
+fi
+echo "== predicted against measured (tb-model on the calibrated host; measured: median of $reps repetitions)"
+validation report "${redistribute[@]}" "${bench[@]}" --min-repetitions 5 --expect-algorithms "$(join "${costed[@]}")" \
+  --markdown "$out/report.md" --csv "$out/validation.csv"
+echo "end: $(date -u '+%F %T') UTC, load average $(loadavg)" >> "$out/run.txt"
+echo "report: $out/report.md, $out/validation.csv"
