@@ -41,6 +41,7 @@ size, the median bandwidth is used. Only the cost per block is taken from BASE
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import statistics
@@ -74,11 +75,14 @@ def algorithm_of(method):
 
 
 def measured_rows(path):
-    """{algorithm: row} of one tb-redistribute --json file (the floors left out)."""
+    """{algorithm: row} of one tb-redistribute --json file (the floors left out). A row whose
+    result failed its check is an error: its time is not a time of the call."""
     rows = {}
     for r in load_json(path)["results"]:
         if r["method"] in ("memcpy_floor", "streaming_copy"):
             continue
+        if r.get("verified") not in ("yes", "off", None):
+            raise ValueError(f"{path}: {r['method']} verified '{r.get('verified')}': a wrong result is not timed")
         rows[algorithm_of(r["method"])] = r
     return rows
 
@@ -144,6 +148,8 @@ def bench_samples(path):
         m = BENCH_NAME.match(b["name"])
         if not m or b.get("run_type", "iteration") != "iteration" or ":" in m["algorithm"]:
             continue
+        if b.get("error_occurred"):
+            raise ValueError(f"{path}: benchmark {b['name']} failed: {b.get('error_message', 'no message')}")
         unit = b.get("time_unit", "ns")
         if unit not in TIME_UNIT_S:
             raise ValueError(f"{path}: benchmark {b['name']}: unknown time unit '{unit}'")
@@ -202,6 +208,10 @@ def compare(point, samples, predicted, min_repetitions, where):
         if len(samples[name]) < min_repetitions:
             raise ValueError(f"{where}: {name} at {point.label()} {point.bytes_per_peer} B has "
                              f"{len(samples[name])} repetition(s); at least {min_repetitions} are needed")
+        bad = [s for s in samples[name] if not (math.isfinite(s) and s > 0)]
+        if bad:
+            raise ValueError(f"{where}: {name} at {point.label()} {point.bytes_per_peer} B has a measured "
+                             f"time of {bad[0]} s; every repetition needs a time above 0")
         parts = {k: float(p.get(k) or 0.0) for k in ("communication_s", "local_s", "overhead_s")}
         out.append(Comparison(point, name, list(samples[name]), float(p["total_s"]), parts))
     return out

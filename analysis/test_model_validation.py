@@ -234,6 +234,36 @@ class Report(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "p.csv: predictions for 2 networks"):
                 model_validation.predicted_rows(path)
 
+    def test_a_repetition_without_a_time_above_zero_is_an_error_naming_the_point(self):
+        point = Point("tb-bench", "contiguous", MIB)
+        with self.assertRaisesRegex(ValueError, r"bench.json: native at tb-bench contiguous .* time of 0.0 s"):
+            model_validation.compare(point, {"native": [1e-4, 0.0, 1e-4, 1e-4, 1e-4]}, {"native": {"total_s": 1e-4}},
+                                     5, "bench.json")
+
+    def test_a_failed_benchmark_is_an_error_not_a_sample(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bench.json")
+            write_bench(path, {("contiguous", MIB, "native"): [100.0]})
+            with open(path) as f:
+                doc = json.load(f)
+            doc["benchmarks"][0].update({"error_occurred": True, "error_message": "MPI_ERR_TRUNCATE"})
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            with self.assertRaisesRegex(ValueError, "bench.json: benchmark .* failed: MPI_ERR_TRUNCATE"):
+                model_validation.bench_samples(path)
+
+    def test_a_redistribution_that_failed_its_check_is_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.json")
+            write_redistribute(path, {"alltoallw:native": 1e-3})
+            with open(path) as f:
+                doc = json.load(f)
+            doc["results"][1]["verified"] = "no"
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            with self.assertRaisesRegex(ValueError, "m.json: alltoallw:native verified 'no'"):
+                model_validation.measured_rows(path)
+
     def test_repetitions_of_different_cubes_are_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")

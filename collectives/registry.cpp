@@ -48,7 +48,9 @@ const Registry& loaded_registry() {
 // leaves out (collectives/CMakeLists.txt); empty for any other name.
 std::string_view left_out_of_this_build(std::string_view name) {
 #if !defined(TB_HAVE_UCX)
-  if (name == "ucx_zcopy") return "it needs UCX, and this build was configured without it (no libucx-dev, or the smpi build)";
+  if (name.starts_with("ucx_"))
+    return "it needs UCX, and this build was configured without it (no libucx-dev, TB_WITH_UCX=OFF, or the smpi "
+           "build)";
 #endif
   static_cast<void>(name);
   return {};

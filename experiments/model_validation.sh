@@ -98,7 +98,8 @@ cat "$out/run.txt"
 
 # The algorithms tb-model costs (those with a schedule; local_remap among them): every one is
 # measured and must be in the report.
-mapfile -t costed < <(launch tb-model --list-algorithms | awk '$2 == "schedule" { print $1 }')
+listing=$(launch tb-model --list-algorithms)  # its own failure stops the script here
+mapfile -t costed < <(awk '$2 == "schedule" { print $1 }' <<< "$listing")
 [ ${#costed[@]} -gt 0 ] || { echo "model_validation: tb-model --list-algorithms names no costed algorithm" >&2; exit 1; }
 alltoallw=()
 for a in "${costed[@]}"; do [ "$a" = local_remap ] || alltoallw+=("$a"); done
@@ -114,9 +115,12 @@ echo "== calibration: tb-beff (host network) and the memory model"
 launch -n 2 --out "$out/beff.json" tb-beff --fit-out "$out/host.json" "${beff_args[@]}" | tail -2
 # Two measurements at once, as the 2 ranks of a redistribution copy at once (shared caches and
 # memory bandwidth); the first one's figures are used.
-launch tb-model --shape 8,8,8 --grid 2 --network "$out/host.json" --save-memory "$out/memory.json" >/dev/null &
-launch tb-model --shape 8,8,8 --grid 2 --network "$out/host.json" --save-memory "$out/memory-twin.json" >/dev/null
-wait $!  # the first one's memory model is used: its failure stops the script
+quiet "$out/logs/memory.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host.json" \
+  --save-memory "$out/memory.json" &
+twin=$!
+quiet "$out/logs/memory-twin.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host.json" \
+  --save-memory "$out/memory-twin.json" || { wait "$twin" || true; exit 1; }
+wait "$twin"  # the first one's memory model is used: its failure stops the script
 # Fixed per-call overheads: every algorithm at 1 B per peer (tb-bench), a separate measurement
 # from the validation points below.
 quiet "$out/logs/overheads.log" launch -n 2 --out "$out/overheads.json" tb-bench -m 1:1 --layouts contiguous \
@@ -159,7 +163,7 @@ if [ "$sweep" != none ]; then
   mkdir -p "$out/bench-predicted"
   validation patterns "$out/bench-patterns.jsonl" --sizes "$sweep" --layouts "$layouts" --ranks 2 |
     while read -r call layout bytes; do
-      model "$out/bench-predicted/$layout-$bytes.csv" --pattern "$out/bench-patterns.jsonl" --call "$call"
+      model "$out/bench-predicted/$layout-$bytes.csv" --pattern "$out/bench-patterns.jsonl" --call "$call" </dev/null
     done
 fi
 echo "== predicted against measured (tb-model on the calibrated host; measured: median of $reps repetitions)"
