@@ -13,7 +13,7 @@
 #   *.node_leader_cliques2.np<N>     the same for node_leader on two emulated nodes
 #                                    (MPIR_CVAR_NUM_CLIQUES=2: ranks dealt round-robin to 2 nodes)
 #   mpich.node_leader.copy-stores.*  node_leader's copies with and without streaming stores, checked
-#                                    against a gathered global array (tb-redistribute)
+#                                    against the global index of each element (tb-redistribute)
 #
 # The algorithms the patch series (mpich/patches) adds to MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM:
 set(TB_MPICH_ALGORITHMS pairwise pack_alltoallv node_leader)
@@ -142,7 +142,7 @@ add_test(NAME mpich.cvar.flat-fallback.node_leader.np2
 set_tests_properties(mpich.cvar.flat-fallback.node_leader.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
                      ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader;MPIR_CVAR_NUM_CLIQUES=2;MPIR_CVAR_COLLECTIVE_FALLBACK=print")
 # node_leader's copies with ordinary and with streaming stores (patch 0014: a phase streams from
-# MPII_COLL_STREAM_MIN_BYTES, 4 MiB), checked against tb-redistribute's gathered global array. At
+# MPII_COLL_STREAM_MIN_BYTES, 4 MiB), checked by tb-redistribute (every received element against its global index). At
 # 32^3 c64 every phase stays below 4 MiB; at 96^3 each rank's pack phase moves 6.75 MiB (streams)
 # and its unpack phase 3.4 MiB (does not). A fallback would be an error, not another algorithm.
 foreach(n 32 96)
