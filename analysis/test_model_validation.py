@@ -121,10 +121,11 @@ class Rankings(unittest.TestCase):
         self.assertEqual(model_validation.ranking_points(cs), [slab, mib])
 
 
-def write_bench(path, times):
-    """A tb-bench --interleave --passes JSON: times[(layout, bytes, algorithm)] = [us per pass]."""
+def write_bench(path, times, fields=None):
+    """A tb-bench --interleave --passes JSON: times[(layout, bytes, algorithm)] = [us per pass];
+    `fields` are added to every benchmark (an error, say)."""
     benchmarks = [{"name": f"alltoallw/{layout}/{algorithm}/{nbytes}/pass:{k + 1}/manual_time", "run_type": "iteration",
-                   "real_time": t, "time_unit": "us"}
+                   "real_time": t, "time_unit": "us", **(fields or {})}
                   for (layout, nbytes, algorithm), ts in times.items() for k, t in enumerate(ts)]
     with open(path, "w") as f:
         json.dump({"context": {}, "benchmarks": benchmarks}, f)
@@ -139,11 +140,11 @@ def write_prediction(path, totals, network="host-calibrated"):
             w.writerow(["p", 2, algorithm, network, total / 2, total / 2, 0, total, 1, 4])
 
 
-def write_redistribute(path, rows_s, shape="64x64x64", local_bytes=2 * MIB, ranks=2):
+def write_redistribute(path, rows_s, shape="64x64x64", local_bytes=2 * MIB, ranks=2, verified="yes"):
     rows = [{"method": "memcpy_floor", "local_bytes_max": local_bytes, "fastest_s": 1e-4, "median_s": 1e-4,
-             "global_shape": shape, "element_type": "c64"}]
+             "global_shape": shape, "element_type": "c64", "verified": "-"}]
     rows += [{"method": method, "local_bytes_max": local_bytes, "fastest_s": s * 0.9, "median_s": s,
-              "global_shape": shape, "element_type": "c64"} for method, s in rows_s.items()]
+              "global_shape": shape, "element_type": "c64", "verified": verified} for method, s in rows_s.items()]
     with open(path, "w") as f:
         json.dump({"metadata": {"ranks": ranks}, "results": rows}, f)
 
@@ -243,24 +244,15 @@ class Report(unittest.TestCase):
     def test_a_failed_benchmark_is_an_error_not_a_sample(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "bench.json")
-            write_bench(path, {("contiguous", MIB, "native"): [100.0]})
-            with open(path) as f:
-                doc = json.load(f)
-            doc["benchmarks"][0].update({"error_occurred": True, "error_message": "MPI_ERR_TRUNCATE"})
-            with open(path, "w") as f:
-                json.dump(doc, f)
+            write_bench(path, {("contiguous", MIB, "native"): [100.0]},
+                        {"error_occurred": True, "error_message": "MPI_ERR_TRUNCATE"})
             with self.assertRaisesRegex(ValueError, "bench.json: benchmark .* failed: MPI_ERR_TRUNCATE"):
                 model_validation.bench_samples(path)
 
     def test_a_redistribution_that_failed_its_check_is_an_error(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.json")
-            write_redistribute(path, {"alltoallw:native": 1e-3})
-            with open(path) as f:
-                doc = json.load(f)
-            doc["results"][1]["verified"] = "no"
-            with open(path, "w") as f:
-                json.dump(doc, f)
+            write_redistribute(path, {"alltoallw:native": 1e-3}, verified="no")
             with self.assertRaisesRegex(ValueError, "m.json: alltoallw:native verified 'no'"):
                 model_validation.measured_rows(path)
 
