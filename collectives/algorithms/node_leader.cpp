@@ -13,7 +13,7 @@
 #include <sched.h>
 #include <unistd.h>
 #if defined(TB_SMPI)
-#include <smpi/smpi_helpers_internal.h>  // smpi_usleep: a sleep in simulated time
+#include <simgrid/actor.h>  // sg_actor_suspend, sg_actor_resume: a wait that takes no simulated time
 #endif
 
 #include <algorithm>
@@ -44,15 +44,22 @@ void cpu_relax() {
 }
 #endif
 
-// One wait of a rank whose node peers have not yet reached the node barrier. Under SimGrid SMPI
-// (TB_SMPI) every simulated rank runs in one OS thread and another runs only when this one
-// enters the simulator, so the wait is a simulated sleep of 1 us (smpi_usleep), which lets the
-// others run and advances simulated time as the wait would; spinning or sched_yield would wait
-// forever. Elsewhere: spin a while, then give the core away.
+// One wait of a rank whose node peers have not yet reached the node barrier: spin a while, then
+// give the core away. Under SimGrid SMPI (TB_SMPI) every simulated rank is an actor, all in one
+// OS thread, and another runs only when this one enters the simulator, so spinning or
+// sched_yield would wait forever. Yielding to the other actors (sg_actor_yield) would too:
+// SimGrid advances simulated time only once no actor is ready to run, so a rank that yields
+// until a peer arrives never lets it arrive when the peer must first wait for simulated time
+// (a leader's messages between nodes, a later exit from MPI_Barrier, a compute burst). A
+// simulated sleep lets time pass but adds its quantum to the barrier (smpi_usleep(1) made an
+// on-node call 2-3 us). So the waiting rank suspends its actor, which takes no simulated time,
+// and each rank that reaches the barrier resumes its node peers (NodeState::wake_node_peers):
+// the last to arrive releases the others at its own simulated time. No other simulator call
+// comes between the caller's check of the counter and the suspension, so no wake-up is lost.
 void wait_for_node_peers(int spin) {
 #if defined(TB_SMPI)
   (void)spin;
-  smpi_usleep(1);
+  sg_actor_suspend(sg_actor_self());
 #else
   if (spin < 2000) {
     cpu_relax();
@@ -159,6 +166,9 @@ struct NodeState {
   std::vector<std::vector<int>> members;    // per node: comm ranks, local order
   std::vector<std::vector<int>> leaders;    // per node: comm ranks that lead
   std::vector<int> pids;                    // per local rank: its process id
+#if defined(TB_SMPI)
+  std::vector<aid_t> actors;  // per local rank: its simulated rank's actor (create_control)
+#endif
   std::string leader_rule;
   MPI_Comm node_comm = MPI_COMM_NULL;     // my node's ranks: windows and barriers
   MPI_Comm message_comm = MPI_COMM_NULL;  // a duplicate of the user's communicator for leader messages
@@ -204,12 +214,35 @@ struct NodeState {
     sync_windows(data);
     const std::int64_t target = ++barriers;
     std::atomic_ref<std::int64_t>(barrier_count(local_rank)).store(target, std::memory_order_release);
+#if defined(TB_SMPI)
+    smpi_bench_end();  // SMPI's compute-on mode: the wait is not this rank's compute
+    wake_node_peers();
+#endif
     for (int local = 0; local < ranks_on_node; ++local) {
       std::atomic_ref<std::int64_t> count(barrier_count(local));
       for (int spin = 0; count.load(std::memory_order_acquire) < target; ++spin) wait_for_node_peers(spin);
     }
+#if defined(TB_SMPI)
+    smpi_bench_begin();
+#endif
     sync_windows(data);
   }
+
+#if defined(TB_SMPI)
+  // After this rank's barrier count is stored: resumes every other rank of the node, so that one
+  // suspended in wait_for_node_peers checks the counts again. Every peer, not only those already
+  // suspended: one that read this count before the store may have asked to be suspended without
+  // being so yet, and SimGrid handles both requests at the end of the round in the order they
+  // were made. A peer not suspended is left as it is; one woken early suspends itself again.
+  // Each resume lets the others run, so a peer already past this barrier may have ended.
+  void wake_node_peers() const {
+    for (int local = 0; local < ranks_on_node; ++local) {
+      if (local == local_rank) continue;
+      sg_actor_t peer = sg_actor_by_pid(actors[local]);  // null once that rank has ended
+      if (peer != nullptr) sg_actor_resume(peer);
+    }
+  }
+#endif
 
   void sync_windows(MPI_Win data) const {
     PMPI_Win_sync(control_window);
@@ -344,11 +377,15 @@ void create_control(NodeState& state) {
 #if defined(TB_SMPI)
   // SimGrid SMPI 3.32's MPI_Win_shared_query answers the start of the whole window for every
   // rank; each rank's own base is right, and all simulated ranks share one address space, so
-  // the ranks of the node tell each other their bases instead.
-  std::vector<std::int64_t> bases(static_cast<std::size_t>(state.ranks_on_node));
-  const std::int64_t my_base = reinterpret_cast<std::intptr_t>(base);
-  TB_MPI_CHECK(PMPI_Allgather(&my_base, 1, MPI_INT64_T, bases.data(), 1, MPI_INT64_T, state.node_comm));
-  for (std::int64_t record : bases) state.control.push_back(reinterpret_cast<std::int64_t*>(record));
+  // the ranks of the node tell each other their bases instead, and their actors, which the node
+  // barrier resumes (NodeState::wake_node_peers).
+  std::vector<std::int64_t> all(2 * static_cast<std::size_t>(state.ranks_on_node));
+  const std::int64_t mine[2] = {reinterpret_cast<std::intptr_t>(base), sg_actor_self_get_pid()};
+  TB_MPI_CHECK(PMPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, state.node_comm));
+  for (int local = 0; local < state.ranks_on_node; ++local) {
+    state.control.push_back(reinterpret_cast<std::int64_t*>(all[2 * local]));
+    state.actors.push_back(static_cast<aid_t>(all[2 * local + 1]));
+  }
 #else
   for (int local = 0; local < state.ranks_on_node; ++local) {
     MPI_Aint size = 0;
