@@ -34,8 +34,9 @@ bench_pattern).
 Writes a tb-model memory model (OUT) whose copy bandwidth by size comes from tb-redistribute's
 memcpy floors: one memcpy of each rank's local array, timed in the same run, the same way and
 with every rank copying at once, as the algorithms' own copies are; and the same for copies with
-streaming stores, from its streaming_copy rows. Where several runs (repetitions) copied the same
-size, the median bandwidth is used. Only the cost per block is taken from BASE
+streaming stores, from its streaming_copy rows. A run's floor is its median_s (the median of its
+outer loops, as every measured point's), never its fastest; where several runs (repetitions)
+copied the same size, the median bandwidth is used. Only the cost per block is taken from BASE
 (tb-model --save-memory).
 """
 import argparse
@@ -521,8 +522,10 @@ def patterns(args):
 def memory_from_floors(measured_paths, base):
     """The memory model of `base` with its bandwidth tables from the floors of the measured runs:
     bandwidth_by_bytes from memcpy_floor, streaming_bandwidth_by_bytes from streaming_copy (the
-    same copy with streaming stores, as the testbed's packer makes large copies). Runs of the same
-    size (repetitions) give the median of their bandwidths."""
+    same copy with streaming stores, as the testbed's packer makes large copies). A floor's time
+    is its row's median_s, as the algorithms' measured times are (redistribute_samples); a row
+    without one is an error, not a fall back to its fastest. Runs of the same size (repetitions)
+    give the median of their bandwidths."""
     tables = {"memcpy_floor": {}, "streaming_copy": {}}  # method -> bytes -> [bandwidth per run]
     for path in measured_paths:
         doc = load_json(path)
@@ -532,7 +535,10 @@ def memory_from_floors(measured_paths, base):
                 if method == "memcpy_floor":
                     raise ValueError(f"{path}: no memcpy_floor row")
                 continue
-            nbytes, seconds = rows[0]["local_bytes_max"], rows[0]["fastest_s"]
+            if "median_s" not in rows[0]:
+                raise ValueError(f"{path}: the {method} row has no median_s (the floor is taken as a median, "
+                                 "as every measured time)")
+            nbytes, seconds = rows[0]["local_bytes_max"], rows[0]["median_s"]
             if nbytes <= 0 or seconds <= 0:
                 raise ValueError(f"{path}: the {method} row needs bytes and time above 0")
             points.setdefault(float(nbytes), []).append(nbytes / seconds)

@@ -17,12 +17,18 @@ from model_validation import Comparison, Point  # noqa: E402
 KIB, MIB = 1 << 10, 1 << 20
 
 
-def measured(tmp, name, floor_bytes, floor_s, with_floor=True, streaming_s=None):
-    rows = [{"method": "alltoallw:native", "local_bytes_max": floor_bytes, "fastest_s": 10 * floor_s}]
+def measured(tmp, name, floor_bytes, floor_s, with_floor=True, streaming_s=None, floor_fastest_s=None):
+    """A tb-redistribute JSON whose floors have the median `floor_s` (and `streaming_s`); their
+    fastest is floor_fastest_s (default: half the median), which the model must not use."""
+    def floor(method, median_s):
+        fastest_s = floor_fastest_s if floor_fastest_s is not None else median_s / 2
+        return {"method": method, "local_bytes_max": floor_bytes, "fastest_s": fastest_s, "median_s": median_s}
+    rows = [{"method": "alltoallw:native", "local_bytes_max": floor_bytes, "fastest_s": 10 * floor_s,
+             "median_s": 10 * floor_s}]
     if with_floor:
-        rows.append({"method": "memcpy_floor", "local_bytes_max": floor_bytes, "fastest_s": floor_s})
+        rows.append(floor("memcpy_floor", floor_s))
     if streaming_s is not None:
-        rows.append({"method": "streaming_copy", "local_bytes_max": floor_bytes, "fastest_s": streaming_s})
+        rows.append(floor("streaming_copy", streaming_s))
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
         json.dump({"metadata": {}, "results": rows}, f)
@@ -47,6 +53,26 @@ class MemoryFromFloors(unittest.TestCase):
             runs = [measured(tmp, f"rep{k}.json", 4096, s) for k, s in enumerate((1e-7, 4e-7, 2e-7))]
             m = model_validation.memory_from_floors(runs, {"per_block_s": 0})
         self.assertEqual(m["bandwidth_by_bytes"], [[4096.0, 4096 / 2e-7]])
+
+    def test_the_floor_is_its_median_not_its_fastest(self):
+        # median 2e-7 s, fastest 1e-7 s: 4096 B / 2e-7 s = 20.48 GB/s, not 40.96
+        with tempfile.TemporaryDirectory() as tmp:
+            path = measured(tmp, "m.json", 4096, 2e-7, floor_fastest_s=1e-7, streaming_s=4e-7)
+            m = model_validation.memory_from_floors([path], {"per_block_s": 0})
+        self.assertEqual(m["bandwidth_by_bytes"], [[4096.0, 4096 / 2e-7]])
+        self.assertEqual(m["streaming_bandwidth_by_bytes"], [[4096.0, 4096 / 4e-7]])
+
+    def test_a_floor_without_a_median_is_an_error_naming_the_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = measured(tmp, "old-floor.json", 4096, 1e-7)
+            with open(path) as f:
+                doc = json.load(f)
+            for row in doc["results"]:
+                row.pop("median_s")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            with self.assertRaisesRegex(ValueError, "old-floor.json: the memcpy_floor row has no median_s"):
+                model_validation.memory_from_floors([path], {})
 
     def test_a_run_without_a_floor_is_an_error_naming_the_file(self):
         with tempfile.TemporaryDirectory() as tmp:

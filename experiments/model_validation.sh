@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The calibrated host model against measurement on this machine (fpga_transport issue, item 6;
 # issue 19, item 2: a validation that one lucky run cannot fool).
-# 1. Calibration: tb-beff on 2 ranks fits the host network (Hockney alpha, beta) -> host.json;
+# 1. Calibration: tb-beff on 2 ranks measures the host network (one message per size: the
+#    exchange median / 2, and the Hockney fit's beta beyond the largest size) -> host.json;
 #    tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
 #    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json.
 # 2. Measured, every algorithm tb-model can cost (tb-model --list-algorithms), each point the
@@ -144,7 +145,8 @@ fi
 echo "measured: end $(date -u '+%F %T') UTC, load average $(loadavg)" | tee -a "$out/run.txt"
 
 # Copy bandwidth by size from the runs' own memcpy floors (same moment, same timing, both ranks
-# copying at once; the median over the repetitions); the cost per block stays tb-model's.
+# copying at once; each run's median_s as for the algorithms, then the median over the
+# repetitions); the cost per block stays tb-model's (each time a median of 5 runs).
 validation memory-from-floors "$out/memory-floors.json" "$out/memory.json" "$out"/measured-*-rep*.json
 # tb-model on the calibrated host: model CSV [tb-model options...]
 model() {

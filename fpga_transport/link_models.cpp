@@ -62,6 +62,13 @@ double MeasuredCurve::time_s(double bytes) const {
   return std::max(0.0, y0 + (bytes - x0) * (y1 - y0) / (x1 - x0));
 }
 
+double HostMessage::message_time_s(double bytes) const {
+  if (measured.empty()) return fit.message_time_s(bytes);
+  const auto& [last_bytes, last_s] = measured.seconds_by_bytes.back();
+  if (bytes > last_bytes) return last_s + (bytes - last_bytes) * fit.beta_s_per_byte;
+  return measured.time_s(bytes);
+}
+
 void MeasuredCurve::check(const std::string& what) const {
   for (std::size_t i = 0; i < seconds_by_bytes.size(); ++i) {
     const auto& [b, t] = seconds_by_bytes[i];
@@ -115,13 +122,36 @@ void from_json(const nlohmann::json& j, Hockney& m) {
   }
   if (m.alpha_s < 0 || m.beta_s_per_byte < 0) throw std::invalid_argument("Hockney: alpha_s and beta_s_per_byte must be >= 0");
 }
+void to_json(nlohmann::json& j, const HostMessage& m) {
+  j = m.fit;
+  if (m.is_measured()) j["message_seconds_by_bytes"] = m.measured;
+}
+// The Hockney keys as Hockney reads them; the curve under its own key, its errors naming it.
+void from_json(const nlohmann::json& j, HostMessage& m) {
+  check_keys(j, "", {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes"});
+  nlohmann::json fit = j;
+  fit.erase("message_seconds_by_bytes");
+  fit.get_to(m.fit);
+  if (!j.contains("message_seconds_by_bytes")) return;
+  try {
+    j.at("message_seconds_by_bytes").get_to(m.measured);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("key 'message_seconds_by_bytes': ") + e.what());
+  }
+  if (m.measured.empty())
+    throw std::invalid_argument("key 'message_seconds_by_bytes': no points (leave the key out instead)");
+}
 void to_json(nlohmann::json& j, const MeasuredCurve& m) { j = m.seconds_by_bytes; }
 void from_json(const nlohmann::json& j, MeasuredCurve& m) {
-  try {
-    j.get_to(m.seconds_by_bytes);
-  } catch (const nlohmann::json::exception&) {
-    throw std::invalid_argument("measured curve: expected [[bytes, seconds], ...], got " + std::string(j.type_name()));
+  auto is_point = [](const nlohmann::json& p) {
+    return p.is_array() && p.size() == 2 && p[0].is_number() && p[1].is_number();
+  };
+  if (!j.is_array() || !std::all_of(j.begin(), j.end(), is_point)) {
+    std::string text = j.dump();
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    throw std::invalid_argument("measured curve: expected [[bytes, seconds], ...], got " + text);
   }
+  j.get_to(m.seconds_by_bytes);
   m.check("measured curve");
 }
 void to_json(nlohmann::json& j, const PcieMpiPath& m) {

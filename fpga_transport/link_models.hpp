@@ -7,6 +7,9 @@
 //                      t(L) = ceil(L / chunk) / f + latency      (ring: 2 channels, 64 B chunks)
 //   Hockney        alpha-beta: t(L) = alpha + beta L. Fitted to measurements (tb-beff) for the host.
 //   MeasuredCurve  seconds by bytes from measurements, linear between measured sizes.
+//   HostMessage    the host's MPI message: the Hockney fit, or where tb-beff measured it, the
+//                  measured time of one message by size (linear between the measured sizes,
+//                  the fit's beta per byte beyond the largest).
 //   PcieMpiPath    HPCC FPGA's "base" path: FPGA -> host over PCIe, host MPI, host -> FPGA:
 //                      t(L) = 2 pcie(L) + host(L)
 //                  with pcie(L) = pcie_latency + L / pcie_bandwidth and host(L) the Hockney host,
@@ -61,6 +64,20 @@ struct MeasuredCurve {
   bool empty() const { return seconds_by_bytes.empty(); }
   double time_s(double bytes) const;
   void check(const std::string& what) const;  // throws std::invalid_argument naming `what`
+};
+
+// One host MPI message (network kind host), from `tb-beff --fit-out`. `fit` is the Hockney fit of
+// its exchanges, halved per message. `measured` is the measured time of one message by size:
+// each size's exchange median_s / 2 (an exchange is two messages sent and two received per
+// rank, so the same halving as alpha = a / 2, beta = b / 2). When present it is used: linear
+// between measured sizes, the first size's time below it, and beyond the largest size the last
+// measured time plus the fit's beta per further byte (the curve's own last segment is one
+// noisy pair of points; the fit spans every size). Empty: the Hockney fit alone.
+struct HostMessage {
+  Hockney fit;
+  MeasuredCurve measured;
+  bool is_measured() const { return !measured.empty(); }
+  double message_time_s(double bytes) const;
 };
 
 struct PcieMpiPath {
@@ -147,6 +164,8 @@ void to_json(nlohmann::json& j, const IecLink& m);
 void from_json(const nlohmann::json& j, IecLink& m);
 void to_json(nlohmann::json& j, const Hockney& m);
 void from_json(const nlohmann::json& j, Hockney& m);
+void to_json(nlohmann::json& j, const HostMessage& m);
+void from_json(const nlohmann::json& j, HostMessage& m);
 void to_json(nlohmann::json& j, const MeasuredCurve& m);
 void from_json(const nlohmann::json& j, MeasuredCurve& m);
 void to_json(nlohmann::json& j, const PcieMpiPath& m);

@@ -10,6 +10,10 @@ const std::vector<ModelTerm>& switchable_terms() {
        "HPCC FPGA b_eff runs on both FPGAs of one node minus the single-FPGA runs (reference/hpcc_fpga_520n_beff.json)"},
       {"library_engine", "host: the MPI library's packing at the MPI_Pack bandwidth",
        "tb-beff --fit-out (networks/host_calibrated.json, key 'library')"},
+      {"measured_messages",
+       "host: each message at its measured time m(L) (linear between measured sizes, the fit's beta beyond the "
+       "largest); a rank's sent and its received messages one after another, the larger of the two",
+       "tb-beff --fit-out, key 'host.message_seconds_by_bytes': each size's exchange median_s / 2"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -25,6 +29,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_node_contention();
   } else if (term == "library_engine") {
     for (Network& n : networks) n.drop_library();
+  } else if (term == "measured_messages") {
+    for (Network& n : networks) n.drop_measured_messages();
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
   } else if (term == "local_work") {

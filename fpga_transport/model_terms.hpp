@@ -6,6 +6,8 @@
 //                     transfers too (hpcc_reference.hpp)
 //   library_engine    host: the MPI library's own packing on the MPI_Pack bandwidth measured by
 //                     tb-beff, instead of the testbed's memory model
+//   measured_messages host: one message's time from tb-beff's measured exchange medians by size
+//                     (HostMessage), instead of the Hockney fit of the same exchanges
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

@@ -75,7 +75,8 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
     throw std::invalid_argument("network " + n.name_ + ": kind cluster needs the key 'cluster' "
                                 "(experiments/platform_network.py writes it from a SimGrid platform)");
   if (n.kind_ == NetworkKind::host && !spec.contains("host"))
-    throw std::invalid_argument("network " + n.name_ + ": kind host needs the key 'host' (alpha_s, beta_s_per_byte)");
+    throw std::invalid_argument("network " + n.name_ + ": kind host needs the key 'host' (alpha_s, beta_s_per_byte, "
+                                "optionally message_seconds_by_bytes)");
   if (n.kind_ == NetworkKind::pcie_mpi && !spec.contains("pcie_mpi"))
     throw std::invalid_argument("network " + n.name_ + ": kind pcie_mpi needs the key 'pcie_mpi'");
   read_section(spec, "iec", n.iec_);
@@ -251,6 +252,29 @@ double Network::cluster_phase_s(const std::vector<Message>& messages) const {
   return std::max(on_node, cluster_.between_nodes_s(between));
 }
 
+// Per rank its sent and its received messages one after another, the larger of the two; the
+// phase takes the slowest rank. Hockney: n_sent alpha + max(bytes out, bytes in) beta.
+double Network::host_phase_s(const std::vector<Message>& messages) const {
+  std::vector<double> out(static_cast<std::size_t>(ranks_)), in(out.size()), sent(out.size());
+  std::vector<double> sending_s(out.size()), receiving_s(out.size());
+  for (const Message& m : messages) {
+    if (m.src == m.dst || m.bytes <= 0) continue;
+    out[m.src] += m.bytes;
+    in[m.dst] += m.bytes;
+    sent[m.src] += 1;
+    if (host_.is_measured()) {
+      sending_s[m.src] += host_.message_time_s(m.bytes);
+      receiving_s[m.dst] += host_.message_time_s(m.bytes);
+    }
+  }
+  double slowest = 0.0;
+  for (int r = 0; r < ranks_; ++r)
+    slowest = std::max(slowest, host_.is_measured()
+                                    ? std::max(sending_s[r], receiving_s[r])
+                                    : sent[r] * host_.fit.alpha_s + std::max(out[r], in[r]) * host_.fit.beta_s_per_byte);
+  return slowest;
+}
+
 IecLink Network::link_model(int u, int v) const {
   IecLink m = iec_;
   for (const Edge& e : adjacency_[u])
@@ -294,19 +318,8 @@ double Network::phase_time_s(const std::vector<Message>& messages) const {
       for (const auto& [link, c] : chunks) worst = std::max(worst, c / iec_.clock_hz);
       return worst + longest * iec_.latency_s;
     }
-    case NetworkKind::host: {
-      std::vector<double> out(static_cast<std::size_t>(ranks_)), in(out.size()), sent(out.size());
-      for (const Message& m : messages) {
-        if (m.src == m.dst || m.bytes <= 0) continue;
-        out[m.src] += m.bytes;
-        in[m.dst] += m.bytes;
-        sent[m.src] += 1;
-      }
-      double host = 0.0;
-      for (int r = 0; r < ranks_; ++r)
-        host = std::max(host, sent[r] * host_.alpha_s + std::max(out[r], in[r]) * host_.beta_s_per_byte);
-      return host;
-    }
+    case NetworkKind::host:
+      return host_phase_s(messages);
     case NetworkKind::pcie_mpi: {
       // Per rank: its PCIe reads (out), host MPI, PCIe writes (in); each stage takes its slowest rank.
       // The Hockney host carries the larger of a rank's sent and received bytes; a measured host
@@ -375,7 +388,16 @@ std::string Network::describe() const {
       s << cluster_.describe() << "; " << ranks_per_node_ << " ranks per node";
       break;
     case NetworkKind::host:
-      s << "host Hockney, alpha " << host_.alpha_s * 1e6 << " us, " << host_.bandwidth_bytes_per_s() / 1e9 << " GB/s";
+      if (host_.is_measured()) {
+        const double last = host_.measured.seconds_by_bytes.back().first;
+        s << "host measured messages (tb-beff exchange medians / 2, " << host_.measured.seconds_by_bytes.size()
+          << " sizes): " << host_.message_time_s(1) * 1e6 << " us at 1 B, " << host_.message_time_s(1 << 20) * 1e6
+          << " us at 1 MiB; beyond " << static_cast<long long>(last) << " B the Hockney fit's "
+          << host_.fit.bandwidth_bytes_per_s() / 1e9 << " GB/s";
+      } else {
+        s << "host Hockney, alpha " << host_.fit.alpha_s * 1e6 << " us, " << host_.fit.bandwidth_bytes_per_s() / 1e9
+          << " GB/s";
+      }
       if (has_library_)
         s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
           << " ns per block";

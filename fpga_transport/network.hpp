@@ -15,6 +15,11 @@
 //             latency (hops x channel latency): T = max_link ceil-chunks(load) / f + max_route h*lat.
 //   host      Hockney per rank: a rank's messages leave one after another and its NIC carries the
 //             larger of its sent and received bytes: T = max_rank (n_sent alpha + max(out, in) beta).
+//             With tb-beff's measured message times m(L) (HostMessage, link_models.hpp), the same
+//             structure on the measured times: a rank's sent messages one after another, and its
+//             received ones, the larger of the two: T = max_rank max(sum_sent m(L), sum_received m(L)).
+//             A rank with k equal messages each way takes k m(L); for m(L) = alpha + beta L it is
+//             the Hockney formula, except that received messages pay alpha too.
 //   pcie_mpi  three stages one after the other (the base path does not overlap them): PCIe out on
 //             every FPGA, the host network as for `host`, PCIe in; each stage takes its slowest rank.
 //             Node contention: with fpgas_per_node > 1 (ranks numbered node by node), each transfer
@@ -76,10 +81,11 @@ class Network {
 
   const IecLink& iec() const { return iec_; }
   const PcieMpiPath& pcie_mpi() const { return pcie_; }
-  const Hockney& host() const { return host_; }
+  const HostMessage& host() const { return host_; }
   const ClusterFabric& cluster() const { return cluster_; }
   // Switches for comparisons (tb-model --without): the same network without one of its terms.
   void drop_node_contention() { pcie_.node_contention = {}; }
+  void drop_measured_messages() { host_.measured = {}; }  // the host's Hockney fit instead
   void drop_library() { has_library_ = false; }
   // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
@@ -94,6 +100,7 @@ class Network {
   void build_routes();
   std::vector<bool> shares_node(const std::vector<double>& bytes) const;
   double cluster_phase_s(const std::vector<Message>& messages) const;
+  double host_phase_s(const std::vector<Message>& messages) const;
   IecLink link_model(int u, int v) const;  // the IEC model of the link u -> v (its channel count)
 
   std::string name_;
@@ -102,7 +109,7 @@ class Network {
   int ranks_per_node_ = 1;
   IecLink iec_;
   PcieMpiPath pcie_;
-  Hockney host_;
+  HostMessage host_;
   ClusterFabric cluster_;
   MemoryModel library_;
   bool has_library_ = false;

@@ -88,6 +88,65 @@ TEST(CostTerms, HostPhaseIsTheSlowestRanksMessagesAndBytes) {
   EXPECT_NEAR(host_network(3).phase_time_s({{0, 1, 1000}, {0, 2, 1000}, {1, 0, 500}}), 4e-6, 1e-15);
 }
 
+// A host network with measured messages: m(1000 B) = 2 us, m(2000 B) = 3 us, m(4000 B) = 7 us,
+// and the Hockney fit alpha 1 us, 1 ns per byte.
+Network measured_host_network(int ranks) {
+  const nlohmann::json host = {{"alpha_s", 1e-6},
+                               {"beta_s_per_byte", 1e-9},
+                               {"message_seconds_by_bytes", {{1000, 2e-6}, {2000, 3e-6}, {4000, 7e-6}}}};
+  return Network::from_json({{"kind", "host"}, {"host", host}}, ranks);
+}
+
+// Measured messages, one message alone: below the first size its time, 2 us at 500 B; linear
+// between sizes, 1500 B: (2 + 3) / 2 = 2.5 us, 3000 B: (3 + 7) / 2 = 5 us; beyond the last size
+// its time plus the fit's 1 ns per byte, 6000 B: 7 us + 2000 ns = 9 us (not the last segment's
+// 2 ns per byte, 11 us; not Hockney's 1 us + 6 us = 7 us).
+TEST(CostTerms, MeasuredMessagesLinearBetweenSizesFitsBetaBeyond) {
+  const Network net = measured_host_network(2);
+  EXPECT_NEAR(net.message_time_s(0, 1, 500), 2e-6, 1e-15);
+  EXPECT_NEAR(net.message_time_s(0, 1, 1500), 2.5e-6, 1e-15);
+  EXPECT_NEAR(net.message_time_s(0, 1, 3000), 5e-6, 1e-15);
+  EXPECT_NEAR(net.message_time_s(0, 1, 6000), 9e-6, 1e-15);
+}
+
+// Measured messages in a phase, 3 ranks: 0 -> 1 1000 B, 0 -> 2 3000 B, 1 -> 0 2000 B. Rank 0 sends
+// m(1000) + m(3000) = 2 + 5 = 7 us and receives m(2000) = 3 us: 7 us; rank 1 sends 3 us, receives
+// 2 us; rank 2 receives 5 us. The phase takes the slowest rank: 7 us. A rank with k equal
+// messages takes k m(L): 0 -> 1 and 0 -> 2 of 1000 B each, 2 x 2 us = 4 us.
+TEST(CostTerms, MeasuredMessagesPhaseIsTheSlowestRanksMessagesInTurn) {
+  const Network net = measured_host_network(3);
+  EXPECT_NEAR(net.phase_time_s({{0, 1, 1000}, {0, 2, 3000}, {1, 0, 2000}}), 7e-6, 1e-15);
+  EXPECT_NEAR(net.phase_time_s({{0, 1, 1000}, {0, 2, 1000}}), 4e-6, 1e-15);
+}
+
+// The switch: without measured_messages the same phase is Hockney's. Rank 0: 2 messages x 1 us +
+// max(4000 out, 2000 in) x 1 ns = 6 us; rank 1: 1 us + 2000 ns = 3 us; rank 2: 3000 ns. 6 us;
+// the network's description then names Hockney instead of the measured messages.
+TEST(CostTerms, MeasuredMessagesSwitchOffFallsBackToHockney) {
+  std::vector<Network> nets{measured_host_network(3)};
+  EXPECT_NE(nets[0].describe().find("host measured messages"), std::string::npos) << nets[0].describe();
+  MemoryModel memory;
+  switch_off("measured_messages", nets, memory);
+  EXPECT_NEAR(nets[0].phase_time_s({{0, 1, 1000}, {0, 2, 3000}, {1, 0, 2000}}), 6e-6, 1e-15);
+  EXPECT_NE(nets[0].describe().find("host Hockney, alpha 1 us"), std::string::npos) << nets[0].describe();
+}
+
+// A malformed curve is refused, the error naming its key: sizes out of order, a point that is not
+// [bytes, seconds], a negative time, no points.
+TEST(CostTerms, MeasuredMessagesMalformedCurveNamesTheKey) {
+  for (const nlohmann::json& curve : {nlohmann::json{{2000, 3e-6}, {1000, 2e-6}}, nlohmann::json{{1000, 2e-6, 5}},
+                                      nlohmann::json{{1000, -1e-6}}, nlohmann::json::array(), nlohmann::json("fast")}) {
+    const nlohmann::json spec = {
+        {"kind", "host"}, {"host", {{"alpha_s", 1e-6}, {"beta_s_per_byte", 1e-9}, {"message_seconds_by_bytes", curve}}}};
+    try {
+      Network::from_json(spec, 2);
+      ADD_FAILURE() << "accepted " << curve.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("in 'host': key 'message_seconds_by_bytes'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // PCIe+MPI from figures, three stages one after the other. One 8000 B message: PCIe 10 + 1 us,
 // host 2 + 0.8 us, PCIe 11 us: 24.8 us. Rank 0 sending 8000 B to 1 and to 2: PCIe out 22 us (rank 0),
 // host 2 x 2 us + 16000 B / 10 GB/s = 5.6 us, PCIe in 11 us (ranks 1 and 2 each): 38.6 us.
@@ -321,7 +380,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 5u);
+  ASSERT_EQ(switchable_terms().size(), 6u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# tb-beff --fit-out end to end: the host network it writes holds the measured message curve
+# (host.message_seconds_by_bytes) with one point per measured size, each the size's exchange
+# median_s / 2 from the same run's --json; tb-model then names the measured messages in its
+# header, and the Hockney fit with --without measured_messages.
+#   run_beff_fit_out.sh OUT_DIR TB_MODEL MEMORY_JSON MPIEXEC [mpiexec args...] TB_BEFF [tb-beff args...]
+set -eu
+out=$1 model=$2 memory=$3
+shift 3
+mkdir -p "$out"
+rm -f "$out/beff.json" "$out/host.json"
+"$@" --json "$out/beff.json" --fit-out "$out/host.json"
+/usr/bin/python3 - "$out/beff.json" "$out/host.json" <<'EOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+curve = json.load(open(sys.argv[2]))["host"]["message_seconds_by_bytes"]
+if [b for b, _ in curve] != [r["bytes"] for r in rows]:
+    sys.exit(f"run_beff_fit_out: FAILED: the curve's sizes {[b for b, _ in curve]} are not the measured ones")
+for (b, s), r in zip(curve, rows):
+    if abs(s - r["median_s"] / 2) > 1e-12 * max(1.0, s):
+        sys.exit(f"run_beff_fit_out: FAILED: at {b} B the curve has {s} s, the exchange median / 2 is {r['median_s'] / 2}")
+print(f"run_beff_fit_out: host.message_seconds_by_bytes has {len(curve)} points, one per measured size")
+EOF
+"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
+  grep -E "host measured messages \(tb-beff exchange medians / 2, [0-9]+ sizes\)"
+"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" \
+  --without measured_messages | grep -E "host Hockney, alpha"
+echo "run_beff_fit_out: ok"
