@@ -13,6 +13,9 @@
  *                          the forced algorithm's function (MPIR_Alltoallw_intra_pairwise,
  *                          ..._pack_alltoallv) in it, and with scattered forced, that one
  *                          instead (a control).
+ *   cvar_switch truncate-self   The same with rank 0's receive from itself one int too short: the
+ *                          own block, which every added algorithm copies apart from the others
+ *                          (node_leader in its unpacking phase), must fail the same way.
  *   cvar_switch inplace    MPI_IN_PLACE with an algorithm restricted to out-of-place buffers: with
  *                          MPIR_CVAR_COLLECTIVE_FALLBACK=print, MPICH says on stderr which forced
  *                          algorithm "cannot be applied" (the check generated from
@@ -36,8 +39,8 @@ static void fail(const char *what)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* Every rank sends two ints to every rank; rank 0 expects only one from rank 1. */
-static int run_truncate(void)
+/* Every rank sends two ints to every rank; rank 0 expects only one from rank `short_peer`. */
+static int run_truncate(int short_peer)
 {
     int *sendbuf = malloc(2 * size * sizeof(int)), *recvbuf = malloc(2 * size * sizeof(int));
     int *counts = malloc(4 * size * sizeof(int));
@@ -53,7 +56,7 @@ static int run_truncate(void)
     if (size < 2)
         fail("truncate needs at least 2 ranks");
     if (rank == 0)
-        rcounts[1] = 1;
+        rcounts[short_peer] = 1;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int err = MPI_Alltoallw(sendbuf, scounts, sdispls, types, recvbuf, rcounts, rdispls, types,
                             MPI_COMM_WORLD);
@@ -139,13 +142,15 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *mode = argc > 1 ? argv[1] : "version";
     if (strcmp(mode, "truncate") == 0)
-        run_truncate();
+        run_truncate(1);
+    else if (strcmp(mode, "truncate-self") == 0)
+        run_truncate(0);
     else if (strcmp(mode, "inplace") == 0)
         run_inplace();
     else if (strcmp(mode, "version") == 0)
         print_version();
     else
-        fail("unknown mode (truncate, inplace or version)");
+        fail("unknown mode (truncate, truncate-self, inplace or version)");
     if (rank == 0) {
         printf("cvar_switch: ok\n");
         fflush(stdout);
