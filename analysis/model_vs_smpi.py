@@ -62,7 +62,10 @@ def simulated_points(store, platform):
             clocks[key] = r["fastest_s"]
         else:
             points.setdefault(key, {})[algorithm_of(r["method"])] = r["fastest_s"]
-    return {key: {algorithm: net_of_clock(seconds, clocks.get(key, 0.0)) for algorithm, seconds in times.items()}
+    missing = sorted(str(key) for key in points if key not in clocks)
+    if missing:
+        raise ValueError(f"{store}: no memcpy_floor row (the clock's share) for point(s) {', '.join(missing)}")
+    return {key: {algorithm: net_of_clock(seconds, clocks[key]) for algorithm, seconds in times.items()}
             for key, times in points.items()}
 
 

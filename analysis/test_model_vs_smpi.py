@@ -41,6 +41,17 @@ class ZeroTimes(unittest.TestCase):
         self.assertAlmostEqual(point["native"], 2.722086014078216e-04 - 1e-8, delta=1e-15)
         self.assertEqual(point["node_leader"], 0.0)
 
+    def test_a_point_without_its_memcpy_floor_row_is_an_error_naming_the_store(self):
+        row = {"mode": "smpi", "tool": "tb-redistribute", "platform": PLATFORM, "smpi_compute": "off", "ranks": 16,
+               "global_shape": "512x512x257", "grid": "4x4", "from_axis": 2, "to_axis": 1,
+               "element_type": "complex<double>", "method": "alltoallw:native", "fastest_s": 2.7e-4}
+        with tempfile.TemporaryDirectory() as folder:
+            store = os.path.join(folder, "store.jsonl")
+            with open(store, "w") as f:
+                f.write(json.dumps(row) + "\n")
+            with self.assertRaisesRegex(ValueError, "store.jsonl: no memcpy_floor row"):
+                model_vs_smpi.simulated_points(store, PLATFORM)
+
     def test_a_point_of_zero_on_both_sides_is_named_and_within_the_goal(self):
         r = row("node_leader", 0.0, 0.0)
         self.assertEqual((r["error"], r["note"]), (None, "both 0"))

@@ -104,14 +104,17 @@ foreach(algo ${TB_MPICH_ALGORITHMS} scattered)
     set_tests_properties(mpich.cvar.truncate.${algo}.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
                          ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo}")
   endforeach()
-  # The own block, copied apart from the others by every added algorithm (node_leader in its
-  # unpacking phase since patch 16), fails alike.
-  add_test(NAME mpich.cvar.truncate-self.${algo}.np2
-           COMMAND ${tb_expect} --status fail --match "MPIR_Alltoallw_intra_${algo}\\(" --match "cvar_switch: ok"
-                   --absent "MPIR_Alltoallw_intra_(${others})\\("
-                   -- ${tb_mpirun} 2 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} truncate-self)
-  set_tests_properties(mpich.cvar.truncate-self.${algo}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
-                       ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo}")
+  # The own block, copied apart from the others by every added algorithm, fails alike: node_leader
+  # copies it in its unpacking phase (truncate-self) or, sent as a strided vector, in its packing
+  # phase (truncate-self-strided; patch 16).
+  foreach(mode truncate-self truncate-self-strided)
+    add_test(NAME mpich.cvar.${mode}.${algo}.np2
+             COMMAND ${tb_expect} --status fail --match "MPIR_Alltoallw_intra_${algo}\\(" --match "cvar_switch: ok"
+                     --absent "MPIR_Alltoallw_intra_(${others})\\("
+                     -- ${tb_mpirun} 2 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} ${mode})
+    set_tests_properties(mpich.cvar.${mode}.${algo}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
+                         ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo}")
+  endforeach()
 endforeach()
 # The same signal across emulated nodes: rank 0 (node 0) gets its short block from rank 1 (node 1)
 # in the leaders' aggregated message; the size header says it does not fit.

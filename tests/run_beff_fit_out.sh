@@ -4,7 +4,7 @@
 # median_s / 2 from the same run's --json; tb-model then names the measured messages in its
 # header, and the Hockney fit with --without measured_messages.
 #   run_beff_fit_out.sh OUT_DIR TB_MODEL MEMORY_JSON MPIEXEC [mpiexec args...] TB_BEFF [tb-beff args...]
-set -eu
+set -euo pipefail
 out=$1 model=$2 memory=$3
 shift 3
 mkdir -p "$out"

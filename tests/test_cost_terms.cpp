@@ -112,11 +112,13 @@ TEST(CostTerms, MeasuredMessagesLinearBetweenSizesFitsBetaBeyond) {
 // Measured messages in a phase, 3 ranks: 0 -> 1 1000 B, 0 -> 2 3000 B, 1 -> 0 2000 B. Rank 0 sends
 // m(1000) + m(3000) = 2 + 5 = 7 us and receives m(2000) = 3 us: 7 us; rank 1 sends 3 us, receives
 // 2 us; rank 2 receives 5 us. The phase takes the slowest rank: 7 us. A rank with k equal
-// messages takes k m(L): 0 -> 1 and 0 -> 2 of 1000 B each, 2 x 2 us = 4 us.
+// messages takes k m(L): 0 -> 1 and 0 -> 2 of 1000 B each, 2 x 2 us = 4 us. A receiving rank can
+// be the slowest: 1 -> 0 and 2 -> 0 of 3000 B each, rank 0 receives 5 + 5 = 10 us (the senders 5).
 TEST(CostTerms, MeasuredMessagesPhaseIsTheSlowestRanksMessagesInTurn) {
   const Network net = measured_host_network(3);
   EXPECT_NEAR(net.phase_time_s({{0, 1, 1000}, {0, 2, 3000}, {1, 0, 2000}}), 7e-6, 1e-15);
   EXPECT_NEAR(net.phase_time_s({{0, 1, 1000}, {0, 2, 1000}}), 4e-6, 1e-15);
+  EXPECT_NEAR(net.phase_time_s({{1, 0, 3000}, {2, 0, 3000}}), 10e-6, 1e-15);
 }
 
 // The switch: without measured_messages the same phase is Hockney's. Rank 0: 2 messages x 1 us +

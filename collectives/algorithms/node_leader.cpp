@@ -13,7 +13,8 @@
 #include <sched.h>
 #include <unistd.h>
 #if defined(TB_SMPI)
-#include <simgrid/actor.h>  // sg_actor_suspend, sg_actor_resume: a wait that takes no simulated time
+#include <simgrid/cond.h>   // sg_cond_wait: a wait that takes no simulated time
+#include <simgrid/mutex.h>
 #endif
 
 #include <algorithm>
@@ -44,30 +45,18 @@ void cpu_relax() {
 }
 #endif
 
+#if !defined(TB_SMPI)
 // One wait of a rank whose node peers have not yet reached the node barrier: spin a while, then
-// give the core away. Under SimGrid SMPI (TB_SMPI) every simulated rank is an actor, all in one
-// OS thread, and another runs only when this one enters the simulator, so spinning or
-// sched_yield would wait forever. Yielding to the other actors (sg_actor_yield) would too:
-// SimGrid advances simulated time only once no actor is ready to run, so a rank that yields
-// until a peer arrives never lets it arrive when the peer must first wait for simulated time
-// (a leader's messages between nodes, a later exit from MPI_Barrier, a compute burst). A
-// simulated sleep lets time pass but adds its quantum to the barrier (smpi_usleep(1) made an
-// on-node call 2-3 us). So the waiting rank suspends its actor, which takes no simulated time,
-// and each rank that reaches the barrier resumes its node peers (NodeState::wake_node_peers):
-// the last to arrive releases the others at its own simulated time. No other simulator call
-// comes between the caller's check of the counter and the suspension, so no wake-up is lost.
+// give the core away. (Under SMPI the barrier waits on a condition variable instead: see
+// NodeState::barrier_over.)
 void wait_for_node_peers(int spin) {
-#if defined(TB_SMPI)
-  (void)spin;
-  sg_actor_suspend(sg_actor_self());
-#else
   if (spin < 2000) {
     cpu_relax();
   } else {
     sched_yield();
   }
-#endif
 }
+#endif
 
 constexpr std::int64_t kAlign = 64;                     // staging slots start on cache lines
 constexpr std::int64_t kChunk = std::int64_t{1} << 30;  // leader messages go in <= 1 GiB pieces
@@ -167,7 +156,11 @@ struct NodeState {
   std::vector<std::vector<int>> leaders;    // per node: comm ranks that lead
   std::vector<int> pids;                    // per local rank: its process id
 #if defined(TB_SMPI)
-  std::vector<aid_t> actors;  // per local rank: its simulated rank's actor (create_control)
+  // The node's condition variable for the barrier under SMPI, created by local rank 0 and shared
+  // by address (create_control). Never freed: a rank may still be inside sg_cond_wait when
+  // another frees its communicator, and a simulation ends with its process.
+  sg_mutex_t node_mutex = nullptr;
+  sg_cond_t node_cond = nullptr;
 #endif
   std::string leader_rule;
   MPI_Comm node_comm = MPI_COMM_NULL;     // my node's ranks: windows and barriers
@@ -213,34 +206,41 @@ struct NodeState {
     if (ranks_on_node == 1) return;
     sync_windows(data);
     const std::int64_t target = ++barriers;
+#if defined(TB_SMPI)
+    smpi_bench_end();  // SMPI's compute-on mode: this rank's compute ends before it is counted in
+#endif
     std::atomic_ref<std::int64_t>(barrier_count(local_rank)).store(target, std::memory_order_release);
 #if defined(TB_SMPI)
-    smpi_bench_end();  // SMPI's compute-on mode: the wait is not this rank's compute
-    wake_node_peers();
-#endif
+    wait_for_node_simulated(target);
+    smpi_bench_begin();
+#else
     for (int local = 0; local < ranks_on_node; ++local) {
       std::atomic_ref<std::int64_t> count(barrier_count(local));
       for (int spin = 0; count.load(std::memory_order_acquire) < target; ++spin) wait_for_node_peers(spin);
     }
-#if defined(TB_SMPI)
-    smpi_bench_begin();
 #endif
     sync_windows(data);
   }
 
 #if defined(TB_SMPI)
-  // After this rank's barrier count is stored: resumes every other rank of the node, so that one
-  // suspended in wait_for_node_peers checks the counts again. Every peer, not only those already
-  // suspended: one that read this count before the store may have asked to be suspended without
-  // being so yet, and SimGrid handles both requests at the end of the round in the order they
-  // were made. A peer not suspended is left as it is; one woken early suspends itself again.
-  // Each resume lets the others run, so a peer already past this barrier may have ended.
-  void wake_node_peers() const {
+  // Under SimGrid SMPI every simulated rank is an actor, all in one OS thread, and another runs
+  // only when this one enters the simulator, so spinning or sched_yield would wait forever.
+  // Yielding (sg_actor_yield) would too: SimGrid advances simulated time only once no actor is
+  // ready to run, so a peer that must first wait for time (a leader's messages, a compute
+  // burst, a later exit from MPI_Barrier) would never arrive. A simulated sleep would add its
+  // quantum to the barrier (smpi_usleep(1) made an on-node call 2-3 us), and suspending the
+  // actor would also suspend its communications in flight. So the rank waits on the node's
+  // condition variable, which takes no simulated time, and every rank that arrives wakes the
+  // waiting ones, which check the counts again. With SMPI's one scheduling thread
+  // (contexts/nthreads 1) nothing runs between a check and the wait, so no wake-up is lost.
+  void wait_for_node_simulated(std::int64_t target) const {
+    sg_mutex_lock(node_mutex);
+    sg_cond_notify_all(node_cond);
     for (int local = 0; local < ranks_on_node; ++local) {
-      if (local == local_rank) continue;
-      sg_actor_t peer = sg_actor_by_pid(actors[local]);  // null once that rank has ended
-      if (peer != nullptr) sg_actor_resume(peer);
+      std::atomic_ref<std::int64_t> count(barrier_count(local));
+      while (count.load(std::memory_order_acquire) < target) sg_cond_wait(node_cond, node_mutex);
     }
+    sg_mutex_unlock(node_mutex);
   }
 #endif
 
@@ -377,15 +377,20 @@ void create_control(NodeState& state) {
 #if defined(TB_SMPI)
   // SimGrid SMPI 3.32's MPI_Win_shared_query answers the start of the whole window for every
   // rank; each rank's own base is right, and all simulated ranks share one address space, so
-  // the ranks of the node tell each other their bases instead, and their actors, which the node
-  // barrier resumes (NodeState::wake_node_peers).
-  std::vector<std::int64_t> all(2 * static_cast<std::size_t>(state.ranks_on_node));
-  const std::int64_t mine[2] = {reinterpret_cast<std::intptr_t>(base), sg_actor_self_get_pid()};
-  TB_MPI_CHECK(PMPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, state.node_comm));
-  for (int local = 0; local < state.ranks_on_node; ++local) {
-    state.control.push_back(reinterpret_cast<std::int64_t*>(all[2 * local]));
-    state.actors.push_back(static_cast<aid_t>(all[2 * local + 1]));
+  // the ranks of the node tell each other their bases instead; local rank 0 also passes the
+  // node's barrier mutex and condition variable (NodeState::wait_for_node_simulated).
+  if (state.local_rank == 0) {
+    state.node_mutex = sg_mutex_init();
+    state.node_cond = sg_cond_init();
   }
+  std::vector<std::int64_t> all(3 * static_cast<std::size_t>(state.ranks_on_node));
+  const std::int64_t mine[3] = {reinterpret_cast<std::intptr_t>(base), reinterpret_cast<std::intptr_t>(state.node_mutex),
+                                reinterpret_cast<std::intptr_t>(state.node_cond)};
+  TB_MPI_CHECK(PMPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, state.node_comm));
+  for (int local = 0; local < state.ranks_on_node; ++local)
+    state.control.push_back(reinterpret_cast<std::int64_t*>(all[3 * local]));
+  state.node_mutex = reinterpret_cast<sg_mutex_t>(all[1]);
+  state.node_cond = reinterpret_cast<sg_cond_t>(all[2]);
 #else
   for (int local = 0; local < state.ranks_on_node; ++local) {
     MPI_Aint size = 0;

@@ -16,6 +16,9 @@
  *   cvar_switch truncate-self   The same with rank 0's receive from itself one int too short: the
  *                          own block, which every added algorithm copies apart from the others
  *                          (node_leader in its unpacking phase), must fail the same way.
+ *   cvar_switch truncate-self-strided   The same, rank 0 sending itself its two ints as a strided
+ *                          vector (two pieces against one): node_leader copies such an own block
+ *                          in its packing phase, which must fail the same way.
  *   cvar_switch inplace    MPI_IN_PLACE with an algorithm restricted to out-of-place buffers: with
  *                          MPIR_CVAR_COLLECTIVE_FALLBACK=print, MPICH says on stderr which forced
  *                          algorithm "cannot be applied" (the check generated from
@@ -39,8 +42,9 @@ static void fail(const char *what)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* Every rank sends two ints to every rank; rank 0 expects only one from rank `short_peer`. */
-static int run_truncate(int short_peer)
+/* Every rank sends two ints to every rank; rank 0 expects only one from rank `short_peer`.
+ * With `strided_self`, rank 0 sends itself ints 0 and 2 of its send buffer as one strided vector. */
+static int run_truncate(int short_peer, int strided_self)
 {
     int *sendbuf = malloc(2 * size * sizeof(int)), *recvbuf = malloc(2 * size * sizeof(int));
     int *counts = malloc(4 * size * sizeof(int));
@@ -57,8 +61,17 @@ static int run_truncate(int short_peer)
         fail("truncate needs at least 2 ranks");
     if (rank == 0)
         rcounts[short_peer] = 1;
+    MPI_Datatype stypes_self = MPI_INT, *stypes = malloc(size * sizeof(MPI_Datatype));
+    for (int p = 0; p < size; p++)
+        stypes[p] = MPI_INT;
+    if (strided_self && rank == 0) {
+        MPI_Type_vector(2, 1, 2, MPI_INT, &stypes_self);
+        MPI_Type_commit(&stypes_self);
+        stypes[0] = stypes_self;
+        scounts[0] = 1;
+    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    int err = MPI_Alltoallw(sendbuf, scounts, sdispls, types, recvbuf, rcounts, rdispls, types,
+    int err = MPI_Alltoallw(sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, types,
                             MPI_COMM_WORLD);
     if (rank == 0) {
         int class;
@@ -74,6 +87,9 @@ static int run_truncate(int short_peer)
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
         MPI_Comm_call_errhandler(MPI_COMM_WORLD, err);
     }
+    if (stypes_self != MPI_INT)
+        MPI_Type_free(&stypes_self);
+    free(stypes);
     free(types);
     free(counts);
     free(recvbuf);
@@ -142,15 +158,17 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *mode = argc > 1 ? argv[1] : "version";
     if (strcmp(mode, "truncate") == 0)
-        run_truncate(1);
+        run_truncate(1, 0);
     else if (strcmp(mode, "truncate-self") == 0)
-        run_truncate(0);
+        run_truncate(0, 0);
+    else if (strcmp(mode, "truncate-self-strided") == 0)
+        run_truncate(0, 1);
     else if (strcmp(mode, "inplace") == 0)
         run_inplace();
     else if (strcmp(mode, "version") == 0)
         print_version();
     else
-        fail("unknown mode (truncate, truncate-self, inplace or version)");
+        fail("unknown mode (truncate, truncate-self, truncate-self-strided, inplace or version)");
     if (rank == 0) {
         printf("cvar_switch: ok\n");
         fflush(stdout);
