@@ -158,8 +158,7 @@ tb::fpga::MemoryModel measure_pack() {
         TB_MPI_CHECK(MPI_Pack(src.data(), 1, v, packed.data(), total, &pos, MPI_COMM_SELF));
         seconds.push_back(MPI_Wtime() - t0);
       }
-      std::nth_element(seconds.begin(), seconds.begin() + 2, seconds.end());
-      t[k] = seconds[2];
+      t[k] = tb::Timing{.inner = 1, .seconds_per_op = std::move(seconds)}.median();
       MPI_Type_free(&v);
     }
     const double blocks64 = total / 64.0, blocks1k = total / 1024.0;

@@ -17,6 +17,7 @@
 #include "microbench/checks.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
+#include "microbench/timing.hpp"
 #include "redistribute/element_type.hpp"
 
 #include <CLI/CLI.hpp>
@@ -51,8 +52,7 @@ tb::fpga::MemoryModel measure_memory() {
       f();
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::nth_element(seconds.begin(), seconds.begin() + 2, seconds.end());
-    return seconds[2];
+    return tb::Timing{.inner = 1, .seconds_per_op = std::move(seconds)}.median();
   };
   tb::fpga::MemoryModel m;
   for (std::size_t bytes = std::size_t{64} << 10; bytes <= largest; bytes *= 4) {
