@@ -18,10 +18,11 @@ const std::array kSettings{
                 "the algorithm a plan or the PMPI library runs when none is named", "plans, libtb_alltoallw"},
     SettingInfo{"TB_TUNING_TABLE", "path", "(none: built-in rule)",
                 "the tuning table (experiments/tune.py) from which auto chooses an algorithm per call", "auto"},
-    SettingInfo{"TB_AUTO_AGREEMENT", "each-call or assume-same", "each-call",
-                "each-call: the ranks agree on auto's choice where it depends on the call's class; assume-same: "
-                "the application asserts every rank's own class gives the same choice (no agreement; "
-                "TB_CHECKED=1 verifies it)",
+    SettingInfo{"TB_AUTO_AGREEMENT", "each-call, each-call-allreduce or assume-same", "each-call",
+                "each-call: the ranks agree on auto's choice where it depends on the call's class (through "
+                "shared memory when all share one node, else MPI_Allreduce); each-call-allreduce: always "
+                "MPI_Allreduce (for comparison); assume-same: the application asserts every rank's own class "
+                "gives the same choice (no agreement; TB_CHECKED=1 verifies it)",
                 "auto"},
     SettingInfo{"TB_ALGORITHM_PLUGINS", "paths, ':'-separated", "(none)",
                 "shared libraries of extra algorithms, loaded on the registry's first use", "registry"},
@@ -149,8 +150,10 @@ Settings read_environment() {
   s.alltoallw = text_setting("TB_ALLTOALLW");
   s.tuning_table = text_setting("TB_TUNING_TABLE");
   s.auto_agreement = choice_setting("TB_AUTO_AGREEMENT", AutoAgreement::each_call,
-                                    {{"each-call", AutoAgreement::each_call}, {"assume-same", AutoAgreement::assume_same}},
-                                    "each-call or assume-same");
+                                    {{"each-call", AutoAgreement::each_call},
+                                     {"each-call-allreduce", AutoAgreement::each_call_allreduce},
+                                     {"assume-same", AutoAgreement::assume_same}},
+                                    "each-call, each-call-allreduce or assume-same");
   s.algorithm_plugins = path_list("TB_ALGORITHM_PLUGINS");
   s.alltoallw_verbose = integer_setting<int>("TB_ALLTOALLW_VERBOSE", 0, 0, 2, "0, 1 or 2");
   s.alltoallw_record = text_setting("TB_ALLTOALLW_RECORD");

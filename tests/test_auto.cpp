@@ -4,6 +4,7 @@
 // caches a table per path for the process).
 #include "collectives/algorithms/auto.hpp"
 #include "collectives/node_layout.hpp"
+#include "collectives/node_max.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/tuning_table.hpp"
 #include "mpi_test_support.hpp"
@@ -14,7 +15,9 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tb {
@@ -168,6 +171,61 @@ TEST(Auto, UnequalSizesPerRankStillRunOneAlgorithm) {
   EXPECT_TRUE(starts_with(algorithm->last_path(), expect)) << algorithm->last_path();
   EXPECT_TRUE(same_on_every_rank(algorithm->last_path())) << algorithm->last_path();
   std::remove(path.c_str());
+}
+
+// The same agreement, counted: on one node through shared memory (NodeMax), and with
+// TB_AUTO_AGREEMENT=each-call-allreduce through MPI_Allreduce, both to the same choice.
+TEST(Auto, OnOneNodeTheAgreementGoesThroughSharedMemory) {
+  if (test::world_size() == 1) GTEST_SKIP() << "one rank agrees with no one";
+  if (this_layout().nodes != 1) GTEST_SKIP() << "the ranks are on more than one (emulated) node: MPI_Allreduce";
+  const std::string path = write_table("shared", entry("contiguous", "[0, 64]", "pairwise") + "," +
+                                                     entry("contiguous", "[65, null]", "pack_alltoallv"));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  const int rank = test::world_rank();
+  const auto ints = [rank](int p) { return p == rank && rank != 0 ? 1000 : 1; };
+  Exchange call(ints, ints);
+  for (const char* agreement : {"each-call", "each-call-allreduce"}) {
+    test::ScopedEnv how("TB_AUTO_AGREEMENT", agreement);
+    auto algorithm = make_alltoallw("auto");
+    const std::int64_t before = shared_memory_agreements();
+    for (int repeat = 0; repeat < 3; ++repeat) EXPECT_EQ(call.run(*algorithm), call.native()) << agreement;
+    EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pack_alltoallv")) << algorithm->last_path();
+    const bool shared = std::string(agreement) == "each-call";
+    EXPECT_EQ(shared_memory_agreements() - before, shared ? 3 : 0) << agreement;
+  }
+  std::remove(path.c_str());
+}
+
+// NodeMax against MPI_Allreduce over many calls, with ranks that run ahead of and behind each
+// other (a rank may publish its next call while a slower one still reads the last).
+TEST(NodeMax, EqualsMpiAllreduceOverManyCallsAndUnevenRanks) {
+  auto node_max = NodeMax::create(MPI_COMM_WORLD);
+  if (!node_max) {
+    ASSERT_NE(this_layout().nodes, 1) << "all ranks share one node, yet no NodeMax was made";
+    GTEST_SKIP() << "the ranks do not share one node";
+  }
+  const unsigned seed = 20261202;
+  std::printf("NodeMax: seed %u\n", seed);
+  std::mt19937_64 random(seed + static_cast<unsigned>(test::world_rank()));
+  std::uniform_int_distribution<std::int64_t> value(-1000000, 1000000);
+  for (int call = 0; call < 500; ++call) {
+    const NodeMax::Values mine{value(random), value(random), value(random)};
+    if (random() % 97 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    const NodeMax::Values got = node_max->max(mine);
+    NodeMax::Values expect{};
+    MPI_Allreduce(mine.data(), expect.data(), NodeMax::kValues, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    ASSERT_EQ(got, expect) << "call " << call;
+  }
+  // Back to back without the allreduce between: the two slots alternate under a peer one call ahead.
+  std::int64_t last = 0;
+  for (int call = 1; call <= 1000; ++call) {
+    const NodeMax::Values got = node_max->max({call * 10 + test::world_rank(), -call, 0});
+    ASSERT_EQ(got[0], call * 10 + test::world_size() - 1) << "call " << call;
+    ASSERT_EQ(got[1], -call);
+    last = got[0];
+  }
+  EXPECT_EQ(node_max->calls(), 1500);
+  EXPECT_EQ(last, 10000 + test::world_size() - 1);
 }
 
 // The same with a table none of whose algorithms this build has: the built-in rule decides, and on

@@ -3,6 +3,7 @@
 #include "collectives/algorithm_support.hpp"
 #include "collectives/comm_cache.hpp"
 #include "collectives/node_layout.hpp"
+#include "collectives/node_max.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
 #include "collectives/type_layout.hpp"
@@ -59,13 +60,6 @@ std::string resolve(const TuningEntry& entry) {
   return "";
 }
 
-// The class every rank looks up: the largest size and the most fragmented layout of any rank.
-CallClass agree(const CallClass& mine, MPI_Comm comm) {
-  const std::int64_t in[3] = {mine.bytes_per_peer, -mine.block_bytes, mine.contiguous ? -1 : 0};
-  std::int64_t out[3] = {0, 0, 0};
-  TB_MPI_CHECK(PMPI_Allreduce(in, out, 3, MPI_INT64_T, MPI_MAX, private_comm(comm)));
-  return CallClass{out[0], -out[1], out[2] == -1};
-}
 
 // Whether the rule's choice can differ between classes at this node layout.
 bool builtin_depends_on_class(const TuningNodeLayout& layout) { return layout.ranks > 1 && layout.nodes == 1; }
@@ -149,6 +143,7 @@ struct ClassMemo {
 };
 
 std::uint64_t g_states_dropped = 0;  // AutoStates deleted with their communicators so far
+std::int64_t g_shared_memory_agreements = 0;
 
 // auto's state on a communicator: the node layout as the table keys it (the largest node's ranks
 // are agreed once: node sizes differ when ranks do not divide evenly), whether the current table
@@ -163,9 +158,12 @@ struct AutoState {
   bool depends = false;                      // the choice can differ between classes: agree per call
   std::array<ClassMemo, 4> memos;            // the redistribution and the FFT alternate a few signatures
   std::size_t next_memo = 0;
+  bool node_max_made = false;
+  std::unique_ptr<NodeMax> node_max;  // the agreement through shared memory; null: MPI_Allreduce
 
   void make_facts(const TuningTable* table);
   const CallClass& classify(const AlltoallwArgs& args, const AlltoallwComm& comm);
+  CallClass agree(const CallClass& mine, MPI_Comm comm, AutoAgreement how);
 };
 
 AutoState* create_state(MPI_Comm comm) {
@@ -222,6 +220,26 @@ const CallClass& AutoState::classify(const AlltoallwArgs& args, const AlltoallwC
   return m.call;
 }
 
+// The class every rank looks up: the largest size and the most fragmented layout of any rank.
+// Where the communicator is one node (not an emulated split of one) and its ranks share memory,
+// through NodeMax, made at the first agreement (every rank agrees the same calls, so every rank
+// makes it at the same one); else, or under each-call-allreduce, one MPI_Allreduce.
+CallClass AutoState::agree(const CallClass& mine, MPI_Comm comm, AutoAgreement how) {
+  const NodeMax::Values in{mine.bytes_per_peer, -mine.block_bytes, mine.contiguous ? -1 : 0};
+  NodeMax::Values out{};
+  if (how == AutoAgreement::each_call && !node_max_made) {
+    node_max_made = true;
+    if (layout.nodes == 1) node_max = NodeMax::create(comm);
+  }
+  if (how == AutoAgreement::each_call && node_max) {
+    out = node_max->max(in);
+    ++g_shared_memory_agreements;
+  } else {
+    TB_MPI_CHECK(PMPI_Allreduce(in.data(), out.data(), NodeMax::kValues, MPI_INT64_T, MPI_MAX, private_comm(comm)));
+  }
+  return CallClass{out[0], -out[1], out[2] == -1};
+}
+
 // The decision for an (agreed) class: the table's entry, else the built-in rule with its reason.
 AutoAlltoallw::Decision decide(const AutoState& state, const TuningTable* table, const CallClass& call) {
   if (!table) return {builtin_choice(state.layout, call), "built-in rule"};
@@ -251,6 +269,8 @@ void verify_same_choice(const std::string& mine, MPI_Comm comm) {
 
 }  // namespace
 
+std::int64_t shared_memory_agreements() { return g_shared_memory_agreements; }
+
 // The decision for this call, reusing a recent one with the same communicator, table and class.
 AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const AlltoallwComm& comm) {
   const std::string& path = settings().tuning_table.get();
@@ -262,8 +282,9 @@ AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const Al
   AutoState& state = state_of(args.comm);
   if (!state.facts_made || state.facts_table != table) state.make_facts(table);
   CallClass call = state.classify(args, comm);
-  const bool assume = settings().auto_agreement.get() == AutoAgreement::assume_same;
-  if (comm.size > 1 && state.depends && !assume) call = agree(call, args.comm);
+  const AutoAgreement agreement = settings().auto_agreement.get();
+  const bool assume = agreement == AutoAgreement::assume_same;
+  if (comm.size > 1 && state.depends && !assume) call = state.agree(call, args.comm, agreement);
   for (Recent& r : recent_)
     if (r.comm_serial == state.serial && r.table == table && r.call == call && r.assumed == assume) {
       if (assume && state.depends && settings().checked.get()) verify_same_choice(r.decision.algorithm, args.comm);

@@ -19,14 +19,17 @@
 //
 // Agreement: every rank of a call must run the SAME algorithm (mixing them hangs: see
 // analysis/mpich_algorithms.py), but a rank's sizes may differ from its peers'. So where the
-// choice at this node layout depends on the class, the ranks agree on it first: one
-// MPI_Allreduce (MAX) of three int64 (bytes per peer, -block bytes, -contiguous) on a cached
-// duplicate of the communicator, i.e. every rank looks up the largest size and the most
-// fragmented layout of any rank. No rank can skip it alone: a rank whose class sits deep inside
-// a band cannot know that its peers' do too, and one rank in the allreduce while another runs
-// the exchange is a hang. So the cost (one small allreduce per call, of the order of a small
-// native Alltoallw on one node) is paid wherever the table (or the rule) picks more than one
-// algorithm at this node layout; none where it picks one for every class, and none on one rank.
+// choice at this node layout depends on the class, the ranks agree on it first: the element-wise
+// maximum of three int64 (bytes per peer, -block bytes, -contiguous), i.e. every rank looks up
+// the largest size and the most fragmented layout of any rank. On one node whose ranks share
+// memory the maximum goes through a shared-memory window (collectives/node_max.hpp: a cache line
+// per rank, the cost of a node barrier); elsewhere, including nodes emulated on one host, it is
+// one MPI_Allreduce on a cached duplicate of the communicator, of the order of a small native
+// Alltoallw. TB_AUTO_AGREEMENT=each-call-allreduce takes the allreduce everywhere, to compare.
+// No rank can skip the agreement alone: a rank whose class sits deep inside a band cannot know
+// that its peers' do too, and one rank agreeing while another runs the exchange is a hang. So
+// its cost is paid wherever the table (or the rule) picks more than one algorithm at this node
+// layout; none where it picks one for every class, and none on one rank.
 // TB_AUTO_AGREEMENT=assume-same drops it: the application asserts that every rank's own class
 // gives the same choice (true when all ranks pass the same counts and types, as tb-bench and
 // evenly divided redistributions do); under TB_CHECKED=1 each call verifies that assertion with
@@ -100,5 +103,8 @@ CallClass classify_call(const AlltoallwArgs& args, const AlltoallwComm& comm);
 
 // The built-in rule (see the header comment): the algorithm for a class at a node layout.
 std::string builtin_choice(const TuningNodeLayout& layout, const CallClass& call);
+
+// How many agreements this process has made through shared memory (NodeMax), for tests.
+std::int64_t shared_memory_agreements();
 
 }  // namespace tb

@@ -4,6 +4,7 @@
 #include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/node_layout.hpp"
+#include "collectives/node_max.hpp"
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/pack.hpp"
 #include "collectives/registry.hpp"
@@ -36,27 +37,6 @@ const AlltoallwRegistration registration({
     .cost_schedule = "node_leader",
     .not_modelled = "",
 });
-
-#if !defined(TB_SMPI)
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-#endif
-
-#if !defined(TB_SMPI)
-// One wait of a rank whose node peers have not yet reached the node barrier: spin a while, then
-// give the core away. (Under SMPI the barrier waits on a condition variable instead: see
-// NodeState::barrier_over.)
-void wait_for_node_peers(int spin) {
-  if (spin < 2000) {
-    cpu_relax();
-  } else {
-    sched_yield();
-  }
-}
-#endif
 
 constexpr std::int64_t kAlign = 64;                     // staging slots start on cache lines
 constexpr std::int64_t kChunk = std::int64_t{1} << 30;  // leader messages go in <= 1 GiB pieces
