@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The goals of `auto` and of the persistent (prepared) forms, from tb-bench runs made with
-`--algorithms all --calls blocking,persistent --interleave` (experiments/auto_goals.sh). Every
-ratio compares points measured in the same run, milliseconds apart.
+`--algorithms all --calls blocking,persistent --interleave --passes N` (experiments/auto_goals.sh).
+Every ratio compares points measured in the same run, milliseconds apart: per pass K the ratio of
+the K-th runs of the two sides, and the point's ratio is the median over the passes (a run without
+passes is one pass). One noisy pass then moves no figure.
 
     analysis/auto_goals.py RUN.json [RUN.json ...]
 
@@ -20,12 +22,46 @@ slower than their blocking one somewhere. Standard library only.
 import json
 import os
 import re
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alltoallw_sizes import load  # noqa: E402
+from alltoallw_sizes import title_of  # noqa: E402
 
 SUFFIX = ":persistent"
+BENCH_NAME = re.compile(r"^alltoallw/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<bytes>\d+)(/pass:(?P<pass>\d+))?/")
+
+
+def load_passes(path):
+    """(title, {(layout, bytes per peer): {algorithm: [us per pass, in pass order]}}, {algorithm: label})
+    from a tb-bench JSON; aggregate and failed rows are left out."""
+    with open(path) as f:
+        data = json.load(f)
+    runs, labels = {}, {}
+    for b in data["benchmarks"]:
+        name = BENCH_NAME.match(b["name"])
+        if not name or b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "us")]
+        key = (name["layout"], int(name["bytes"]))
+        runs.setdefault(key, {}).setdefault(name["algorithm"], []).append((int(name["pass"] or 1), b["real_time"] * scale))
+        labels[name["algorithm"]] = b.get("label", "")
+    times = {key: {a: [t for _, t in sorted(ps)] for a, ps in by_algorithm.items()} for key, by_algorithm in runs.items()}
+    return title_of(data.get("context", {})), times, labels
+
+
+def passes(value):
+    """A point's times as a list: one number is one pass."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def paired(numerator, denominators):
+    """The median over passes of numerator[k] / min(d[k] for d in denominators): pass K against the
+    K-th runs of the others; passes some side lacks are left out."""
+    numerator = passes(numerator)
+    denominators = [passes(d) for d in denominators]
+    count = min([len(numerator)] + [len(d) for d in denominators])
+    return statistics.median(numerator[k] / min(d[k] for d in denominators) for k in range(count))
 
 
 def auto_choices(path):
@@ -43,8 +79,9 @@ def auto_choices(path):
 
 def point_ratios(times, choices=None):
     """Per point: auto / fastest other blocking algorithm, auto / native, auto / the algorithm it
-    ran (where `choices` names it), and each algorithm's persistent / blocking; points without
-    auto or native give no auto ratios."""
+    ran (where `choices` names it), and each algorithm's persistent / blocking, each the median
+    over passes of the ratio within a pass (`times` holds a number or a list of passes per
+    algorithm); points without auto or native give no auto ratios."""
     choices = choices or {}
     rows = []
     for (layout, size), by_algorithm in sorted(times.items()):
@@ -52,18 +89,18 @@ def point_ratios(times, choices=None):
         others = [t for a, t in blocking.items() if a != "auto"]
         row = {"layout": layout, "bytes": size, "persistent": {}}
         if "auto" in blocking and others:
-            row["auto_fastest"] = blocking["auto"] / min(others)
+            row["auto_fastest"] = paired(blocking["auto"], others)
         if "auto" in blocking and "native" in blocking:
-            row["auto_native"] = blocking["auto"] / blocking["native"]
+            row["auto_native"] = paired(blocking["auto"], [blocking["native"]])
         chosen = choices.get((layout, size))
         if "auto" in blocking and chosen in blocking:
-            row["auto_chosen"] = blocking["auto"] / blocking[chosen]
+            row["auto_chosen"] = paired(blocking["auto"], [blocking[chosen]])
         for algorithm, t in by_algorithm.items():
             base = algorithm[:-len(SUFFIX)] if algorithm.endswith(SUFFIX) else None
             if base in blocking:
-                row["persistent"][base] = t / blocking[base]
+                row["persistent"][base] = paired(t, [blocking[base]])
         if "node_leader" + SUFFIX in by_algorithm and "native" in blocking and size <= 4096:
-            row["leader_persistent_native"] = by_algorithm["node_leader" + SUFFIX] / blocking["native"]
+            row["leader_persistent_native"] = paired(by_algorithm["node_leader" + SUFFIX], [blocking["native"]])
         rows.append(row)
     return rows
 
@@ -99,10 +136,12 @@ def fmt(x):
 
 
 def report(path):
-    title, _, times, paths = load(path)
+    title, times, paths = load_passes(path)
+    count = max((len(passes(t)) for row in times.values() for t in row.values()), default=0)
     rows = point_ratios(times, auto_choices(path))
     s = summary(rows)
-    print("## {}\n\n{}\n".format(os.path.basename(path), title))
+    print("## {}\n\n{}\n\nEach ratio: the median over {} pass(es) of the ratio within a pass.\n".format(
+        os.path.basename(path), title, count))
     print("| layout | bytes/peer | auto/fastest | auto/native | auto/its choice | node_leader persistent/native "
           "| persistent/blocking |")
     print("|---|---|---|---|---|---|---|")

@@ -84,6 +84,49 @@ class Decisions(unittest.TestCase):
         self.assertEqual(again["entries"][0]["bytes_per_peer"], [0, None])
         self.assertEqual(again["entries"][0]["algorithm"], "native")
 
+    def test_over_launches_the_algorithm_never_far_behind_wins(self):
+        # "fickle" is 5 % ahead in launch 1 and 3x behind in launch 2 (and in launch 3 ahead again):
+        # its median over launches is the fastest, but "steady" is never more than 1.05x behind.
+        launches = [{("fickle", 8): 1.00, ("steady", 8): 1.05}, {("fickle", 8): 3.00, ("steady", 8): 1.00},
+                    {("fickle", 8): 0.95, ("steady", 8): 1.00}]
+        entry, = tune.table_entries({(TWO_ON_ONE, "contiguous"): launches})
+        self.assertEqual(entry["algorithm"], "steady")
+        self.assertEqual(entry["median_s"], {"fickle": [1.00], "steady": [1.00]})
+        self.assertEqual(entry["worst_over_fastest"], {"fickle": [3.0], "steady": [1.053]})
+        one, = tune.table_entries({(TWO_ON_ONE, "contiguous"): launches[:1]})
+        self.assertEqual(one["algorithm"], "fickle")                 # one launch: the fastest median
+
+    def test_an_algorithm_missing_from_a_launch_is_judged_on_the_launches_it_ran(self):
+        medians, worst = tune.combined([{("a", 1): 2.0, ("b", 1): 1.0}, {("a", 1): 1.0}])
+        self.assertEqual(medians, {("a", 1): 1.5, ("b", 1): 1.0})
+        self.assertEqual(worst, {("a", 1): 2.0, ("b", 1): 1.0})
+
+    def test_one_algorithm_takes_a_node_layout_where_it_is_good_enough(self):
+        # At 2 nodes "a" is within 1.1x at 9 of 10 points and never worse than 1.2x: it takes every
+        # class there, so auto needs no agreement; at 1 node "b" is 3x faster at large sizes: bands.
+        two = (2, 2, 1)
+        near = {("a", s): 1.05 if s != 512 else 1.2 for s in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)}
+        near.update({("b", s): 1.0 for s in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)})
+        measured = {(two, "contiguous"): near, (TWO_ON_ONE, "contiguous"): {("a", 1): 1.0, ("b", 1): 2.0,
+                                                                           ("a", 1 << 20): 3.0, ("b", 1 << 20): 1.0}}
+        entries = tune.table_entries(measured, one=(0.9, 0.1, 1.25))
+        at_two = [e for e in entries if e["node_layout"]["nodes"] == 2]
+        self.assertEqual([(e["bytes_per_peer"], e["algorithm"]) for e in at_two], [([0, None], "b")])
+        self.assertIn("100%", at_two[0]["rule"])   # "b" is the fastest everywhere: the larger share wins
+        at_one = [e["algorithm"] for e in entries if e["node_layout"]["nodes"] == 1]
+        self.assertEqual(at_one, ["a", "b"])
+        near[("b", 256)] = 2.0                        # b now 1.9x behind once: a alone qualifies, at 9 of 10
+        entry, = [e for e in tune.table_entries(measured, one=(0.9, 0.1, 1.25)) if e["node_layout"]["nodes"] == 2]
+        self.assertEqual(entry["algorithm"], "a")
+        self.assertIn("90%", entry["rule"])
+        self.assertIn("worst 1.20x", entry["rule"])
+        banded = [e for e in tune.table_entries(measured, one=(0.9, 0.1, 1.15)) if e["node_layout"]["nodes"] == 2]
+        self.assertEqual([e["algorithm"] for e in banded], ["b", "a", "b"])  # a's worst 1.2 > 1.15: bands
+        self.assertNotIn("rule", banded[0])
+        del near[("b", 512)]                          # an algorithm not measured everywhere never qualifies
+        self.assertEqual(tune.one_algorithm([("contiguous", {}, {1: {"a": 1.0, "b": 1.0}, 2: {"a": 1.0}})],
+                                            0.9, 0.1, 1.25), ("a", 1.0, 1.0))
+
     def test_medians_of_repetitions(self):
         times = tune.medians(bench_doc({("native", 8): [3.0, 1.0, 2.0], ("pairwise", 8): [4.0, 5.0]}))
         self.assertAlmostEqual(times[("native", 8)], 2.0)
@@ -140,6 +183,15 @@ class Options(unittest.TestCase):
         self.assertTrue(o.mpich_json.endswith("mpich-selection.json"))
         with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
             tune.parse(["--nodes", "3"])  # more nodes than the 2 ranks
+        with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
+            tune.parse(["--launches", "0"])
+        for bad in ("0.9,0.1", "1.5,0.1,1.25", "0.9,x,1.25"):
+            with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
+                tune.parse(["--one-algorithm", bad])
+        self.assertEqual(tune.parse([]).one_algorithm, (0.9, 0.1, 1.25))
+        self.assertIsNone(tune.parse(["--one-algorithm", "off"]).one_algorithm)
+        self.assertEqual(tune.bench_args(tune.parse(["--repetitions", "5"]), ["native"], "contiguous", "o.json")[7:9],
+                         ["--passes", "5"])
 
 
 if __name__ == "__main__":

@@ -18,12 +18,30 @@ vector<B> layout, a band of mean bytes per contiguous block ("block<B>"), bounde
 log scale) to the next measured B, the largest unbounded. A vector<B> point counts only from 2B
 bytes per peer (below that every peer's data is one block, which is the contiguous class).
 
-Decision rule: per (node layout, layout class, size) the algorithm with the fastest median over
---repetitions (each of at least --min-time seconds, tb-bench --interleave so the algorithms at one
-size are timed seconds apart); adjacent sizes with the same winner merge into one band, the first
-from 0 bytes, the last unbounded. --tolerance T keeps the previous size's winner while its median
-is within a fraction T of the fastest, so that near-ties on a noisy machine do not split bands. Each entry lists the others fastest first ("alternatives": auto
-runs the first one its build has).
+Measuring: per (node layout, layout) one tb-bench launch with --interleave --passes R (R =
+--repetitions, each pass at least --min-time seconds per benchmark): the R-th runs of all
+algorithms at one size are timed seconds apart, and each algorithm's time is its median over the
+passes. --launches N repeats every launch N times (all node layouts and layouts, then again):
+on this kind of host an algorithm can be fast in one process and several times slower in the next
+(buffer placement, which core a rank lands on), and one launch cannot show that.
+
+Decision rule: per (node layout, layout class, size) the algorithm whose worst ratio to the fastest
+over the launches is smallest ("worst over fastest": with one launch, simply the fastest median;
+with several, the algorithm that is never far behind, which is what auto's goals ask). Adjacent
+sizes with the same winner merge into one band, the first from 0 bytes, the last unbounded.
+--tolerance T keeps the previous size's winner while its worst ratio is within a fraction T of the
+best, so that near-ties on a noisy machine do not split bands. Each entry lists the others fastest
+first ("alternatives": auto runs the first one its build has) and, per size, each algorithm's
+median over launches ("median_s") and worst ratio ("worst_over_fastest").
+
+One algorithm per node layout (--one-algorithm SHARE,WITHIN,WORST, default 0.9,0.1,1.25, the goals
+auto is held to): where the table picks more than one algorithm at a node layout, auto must agree
+on every call's class (collectives/algorithms/auto.hpp), which between nodes costs a network
+allreduce, more than a small Alltoallw. So where one algorithm is within WITHIN of the fastest
+(worst over launches) at a SHARE of the node layout's points, and never worse than WORST, that
+algorithm takes every class and size there (one unbounded band per class, "rule" says why) and
+auto needs no agreement. Of several such, the one with the largest share, then the smallest worst.
+"off" keeps the per-size bands.
 
 MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians, with
 native as MPICH's own "scattered" and only the algorithms MPICH has in-tree (pairwise,
@@ -104,7 +122,7 @@ def registered_algorithms(bin_dir, mpi):
 
 def bench_args(options, algorithms, layout, out):
     return ["--algorithms", ",".join(algorithms), "--layouts", layout, "-m", options.sizes, "--interleave",
-            f"--benchmark_min_time={options.min_time}", f"--benchmark_repetitions={options.repetitions}",
+            "--passes", str(options.repetitions), f"--benchmark_min_time={options.min_time}",
             f"--benchmark_out={out}", "--benchmark_out_format=json"]
 
 
@@ -131,7 +149,8 @@ def run_bench(options, nodes, algorithms, layout):
 
 
 def medians(doc):
-    """{(algorithm, bytes per peer): median seconds} of tb-bench's repetitions (its iteration rows)."""
+    """{(algorithm, bytes per peer): median seconds} of tb-bench's passes or repetitions (its
+    iteration rows)."""
     times = {}
     for b in doc["benchmarks"]:
         if b.get("run_type") == "aggregate" or b.get("error_occurred"):
@@ -166,9 +185,9 @@ def usable(layout, size):
 
 
 def winners(by_size, tolerance=0.0):
-    """The winner per size (ascending): the fastest median, except that the previous size's winner
-    stays while its median is within `tolerance` (a fraction) of the fastest: near-ties on a noisy
-    machine then do not split a band."""
+    """The winner per size (ascending): the lowest value (a median time or a worst ratio), except
+    that the previous size's winner stays while its value is within `tolerance` (a fraction) of the
+    lowest: near-ties on a noisy machine then do not split a band."""
     out = []
     for s in sorted(by_size):
         times = by_size[s]
@@ -179,11 +198,14 @@ def winners(by_size, tolerance=0.0):
     return out
 
 
-def bands(by_size, tolerance=0.0):
-    """by_size: {size: {algorithm: median s}} -> entries' bands: [{"bytes_per_peer": [lo, hi|None],
-    "algorithm", "alternatives", "sizes", "median_s"}], adjacent sizes with one winner merged."""
+def bands(by_size, tolerance=0.0, worst=None):
+    """by_size: {size: {algorithm: median s}}, worst: {size: {algorithm: worst over fastest}} (default:
+    each time over the size's fastest) -> entries' bands: [{"bytes_per_peer": [lo, hi|None],
+    "algorithm", "alternatives", "sizes", "median_s", "worst_over_fastest"}], the winner per size the
+    lowest worst ratio, adjacent sizes with one winner merged."""
     sizes = sorted(by_size)
-    winners_ = winners(by_size, tolerance)
+    worst = worst or {s: over_fastest(by_size[s]) for s in sizes}
+    winners_ = winners(worst, tolerance)
     out, start = [], 0
     for i, size in enumerate(sizes):
         if i + 1 < len(sizes) and winners_[i + 1] == winners_[i]:
@@ -198,25 +220,109 @@ def bands(by_size, tolerance=0.0):
         high = size if i + 1 < len(sizes) else None
         out.append({"bytes_per_peer": [low, high], "algorithm": winners_[i], "alternatives": others,
                     "sizes": covered,
-                    "median_s": {a: [by_size[s].get(a) for s in covered] for a in sorted(totals)}})
+                    "median_s": {a: [by_size[s].get(a) for s in covered] for a in sorted(totals)},
+                    "worst_over_fastest": {a: [rounded(worst[s].get(a)) for s in covered] for a in sorted(totals)}})
         start = i + 1
     return out
 
 
-def table_entries(measured, tolerance=0.0):
-    """measured: {(node layout key tuple, layout): {(algorithm, size): s}} -> the table's entries."""
-    entries = []
-    for (key, layout), times in sorted(measured.items()):
+def over_fastest(times):
+    """{algorithm: s} -> {algorithm: s / the fastest's s}."""
+    fastest = min(times.values())
+    return {a: t / fastest for a, t in times.items()}
+
+
+def rounded(x):
+    return None if x is None else round(x, 3)
+
+
+def launches_of(times):
+    """A measurement's launches: a list of {(algorithm, size): s}, or one such dict (one launch)."""
+    return times if isinstance(times, list) else [times]
+
+
+def combined(times):
+    """One measurement's launches -> ({(algorithm, size): median s over the launches},
+    {(algorithm, size): worst over the launches of s / that launch's fastest at the size})."""
+    launches = launches_of(times)
+    medians_, worst = {}, {}
+    for key in sorted(set().union(*launches)):
+        medians_[key] = median([run[key] for run in launches if key in run])
+    for run in launches:
         by_size = {}
-        for (algorithm, size), seconds in times.items():
+        for (algorithm, size), seconds in run.items():
+            by_size.setdefault(size, {})[algorithm] = seconds
+        for size, times_at in by_size.items():
+            for algorithm, ratio in over_fastest(times_at).items():
+                worst[(algorithm, size)] = max(ratio, worst.get((algorithm, size), 0.0))
+    return medians_, worst
+
+
+def one_algorithm(classes, share, within, worst_bound):
+    """classes: [(layout, by_size, worst)] of one node layout -> (algorithm, its share of points within
+    `within` of the fastest, its worst ratio), the algorithm that may take the whole node layout (see
+    the docstring), or None."""
+    ratios = {}
+    for _, _, worst in classes:
+        for at_size in worst.values():
+            for algorithm, ratio in at_size.items():
+                ratios.setdefault(algorithm, []).append(ratio)
+    points = max((len(r) for r in ratios.values()), default=0)
+    candidates = []
+    for algorithm, rs in ratios.items():
+        if len(rs) < points:
+            continue  # not measured everywhere
+        fraction = sum(1 for r in rs if r <= 1 + within) / points
+        if fraction >= share and max(rs) <= worst_bound:
+            candidates.append((-fraction, max(rs), algorithm))
+    if not candidates:
+        return None
+    fraction, worst, algorithm = min(candidates)
+    return algorithm, -fraction, worst
+
+
+def whole_band(by_size, worst, algorithm, rule):
+    """One unbounded band of `algorithm` over every measured size, with the evidence."""
+    sizes = sorted(by_size)
+    totals = {}
+    for s in sizes:
+        for a, t in by_size[s].items():
+            totals[a] = totals.get(a, 0.0) + t
+    return {"bytes_per_peer": [0, None], "algorithm": algorithm,
+            "alternatives": sorted((a for a in totals if a != algorithm), key=totals.get), "sizes": sizes,
+            "median_s": {a: [by_size[s].get(a) for s in sizes] for a in sorted(totals)},
+            "worst_over_fastest": {a: [rounded(worst[s].get(a)) for s in sizes] for a in sorted(totals)},
+            "rule": rule}
+
+
+def table_entries(measured, tolerance=0.0, one=None):
+    """measured: {(node layout key tuple, layout): {(algorithm, size): s}, or a list of those, one per
+    launch} -> the table's entries. `one`: (share, within, worst) of the one-algorithm rule, or None."""
+    per_node_layout = {}
+    for (key, layout), times in sorted(measured.items()):
+        medians_, worst_ratios = combined(times)
+        by_size, worst = {}, {}
+        for (algorithm, size), seconds in medians_.items():
             if usable(layout, size):
                 by_size.setdefault(size, {})[algorithm] = seconds
-        if not by_size:
-            continue
+                worst.setdefault(size, {})[algorithm] = worst_ratios[(algorithm, size)]
+        if by_size:
+            per_node_layout.setdefault(key, []).append((layout, by_size, worst))
+    entries = []
+    for key, classes in per_node_layout.items():
         ranks, nodes, per_node = key
-        for band in bands(by_size, tolerance):
-            entries.append({"node_layout": {"ranks": ranks, "nodes": nodes, "ranks_per_node": per_node},
-                            "layout_class": class_name(layout), **band})
+        single = one_algorithm(classes, *one) if one else None
+        for layout, by_size, worst in classes:
+            if single:
+                algorithm, fraction, worst_ratio = single
+                rule = (f"one algorithm for the node layout: within {1 + one[1]:.2f}x of the fastest at "
+                        f"{fraction:.0%} of its points, worst {worst_ratio:.2f}x")
+                layout_bands = [whole_band(by_size, worst, algorithm, rule)]
+            else:
+                layout_bands = bands(by_size, tolerance, worst)
+            for band in layout_bands:
+                entries.append({"node_layout": {"ranks": ranks, "nodes": nodes, "ranks_per_node": per_node},
+                                "layout_class": class_name(layout), **band})
     return entries
 
 
@@ -251,7 +357,8 @@ def mpich_times(measured):
     """The medians as mpich_algorithms.size_times() gives them: {(mode, layout): {size: {"mpich:<a>": s}}},
     algorithms MPICH lacks left out; plus the list of what was left out."""
     times, left_out = {}, set()
-    for (key, layout), points in measured.items():
+    for (key, layout), launches in measured.items():
+        points = combined(launches)[0]
         mode = mpich_mode({"ranks": key[0], "nodes": key[1], "ranks_per_node": key[2]})
         if mode is None:
             left_out.add(f"node layout {key[0]} ranks on {key[1]} nodes (MPICH's tree tells only one node from one rank per node)")
@@ -326,9 +433,12 @@ def metadata(options, context, runs, algorithms, argv):
             "command": " ".join(shlex.quote(a) for a in ["experiments/tune.py"] + list(argv)),
             "build": options.build, "ranks": options.ranks, "nodes": options.nodes, "sizes": options.sizes,
             "layouts": options.layouts, "algorithms": algorithms, "min_time_s": options.min_time,
-            "repetitions": options.repetitions, "tolerance": options.tolerance,
-            "rule": "per (node layout, layout class, size) the fastest median (the previous size's winner kept "
-                    "within the tolerance); adjacent sizes with one winner merged",
+            "repetitions": options.repetitions, "launches": options.launches, "tolerance": options.tolerance,
+            "one_algorithm": options.one_algorithm,
+            "rule": "per (node layout, layout class, size) the smallest worst ratio to the fastest over the "
+                    "launches (one launch: the fastest median; the previous size's winner kept within the "
+                    "tolerance); adjacent sizes with one winner merged; one algorithm for a whole node layout "
+                    "where it meets one_algorithm (share, within, worst)",
             "runs": runs}
 
 
@@ -356,11 +466,18 @@ def parse(argv):
     parser.add_argument("--layouts", default="contiguous,vector64,vector4K",
                         help="tb-bench layouts: contiguous and vector<B> (layout classes)")
     parser.add_argument("--algorithms", help="comma-separated (default: every registered one but auto)")
-    parser.add_argument("--min-time", type=float, default=0.01, help="seconds per repetition (Google Benchmark)")
-    parser.add_argument("--repetitions", type=int, default=3, help="repetitions; the median decides")
+    parser.add_argument("--min-time", type=float, default=0.01, help="seconds per pass (Google Benchmark)")
+    parser.add_argument("--repetitions", type=int, default=3,
+                        help="interleaved passes per launch (tb-bench --passes); each algorithm's median counts")
+    parser.add_argument("--launches", type=int, default=1,
+                        help="separate launches of every run; the smallest worst ratio to the fastest decides")
     parser.add_argument("--tolerance", type=float, default=0.0,
                         help="keep the previous size's winner while within this fraction of the fastest "
                              "(e.g. 0.1; default 0: the fastest median at every size)")
+    parser.add_argument("--one-algorithm", default="0.9,0.1,1.25",
+                        help="SHARE,WITHIN,WORST: one algorithm takes a whole node layout where it is within "
+                             "WITHIN of the fastest at SHARE of its points and never worse than WORST (auto then "
+                             "needs no per-call agreement there); 'off' keeps per-size bands")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one tb-bench run may take")
     parser.add_argument("-o", "--out", default=os.path.join(ROOT, "results", "tuning", "alltoallw-tuning.json"))
     parser.add_argument("--mpich-json", help="the MPICH selection JSON (default: beside --out, mpich-selection.json; "
@@ -370,8 +487,10 @@ def parse(argv):
     parser.add_argument("--uniform", action="store_true",
                         help="MPICH tree: size splits among all algorithms (calls where every rank sends the same)")
     options = parser.parse_args(argv)
-    if options.ranks < 1 or options.repetitions < 1 or not options.min_time > 0 or not options.tolerance >= 0:
-        parser.error("--ranks and --repetitions must be at least 1, --min-time above 0, --tolerance at least 0")
+    if min(options.ranks, options.repetitions, options.launches) < 1 or not options.min_time > 0 \
+            or not options.tolerance >= 0:
+        parser.error("--ranks, --repetitions and --launches must be at least 1, --min-time above 0, "
+                     "--tolerance at least 0")
     try:
         options.nodes = [int(k) for k in options.nodes.split(",")]
         options.layouts = options.layouts.split(",")
@@ -379,6 +498,17 @@ def parse(argv):
             block_bytes(layout)
     except ValueError as e:
         parser.error(str(e))
+    if options.one_algorithm == "off":
+        options.one_algorithm = None
+    else:
+        try:
+            options.one_algorithm = tuple(float(x) for x in options.one_algorithm.split(","))
+        except ValueError:
+            options.one_algorithm = ()
+        if len(options.one_algorithm) != 3 or not 0 < options.one_algorithm[0] <= 1 \
+                or options.one_algorithm[1] < 0 or options.one_algorithm[2] < 1:
+            parser.error("--one-algorithm: SHARE,WITHIN,WORST with SHARE in (0, 1], WITHIN >= 0 and WORST >= 1 "
+                         "(e.g. 0.9,0.1,1.25), or off")
     if any(k < 1 or k > options.ranks for k in options.nodes):
         parser.error(f"--nodes: each count must be from 1 to --ranks ({options.ranks})")
     if options.mpi is None:
@@ -404,27 +534,29 @@ def busy_compilers():
 
 
 def measure(options, algorithms):
-    """Every (node layout, layout) run, one progress line each. Returns the medians, the last run's
-    tb-bench context and the runs' records."""
+    """Every (node layout, layout) run, --launches times over, one progress line each. Returns the
+    medians ({(node layout, layout): [per launch {(algorithm, size): s}]}), the last run's tb-bench
+    context and the runs' records."""
     measured, runs, context = {}, [], {}
-    total = len(options.nodes) * len(options.layouts)
+    total = options.launches * len(options.nodes) * len(options.layouts)
     started = time.time()
     if busy_compilers():
         print(f"tune.py: warning: {busy_compilers()} compiler processes are running; the timings will be noisy",
               file=sys.stderr)
-    for nodes in options.nodes:
-        for layout in options.layouts:
-            print(f"[{len(runs) + 1}/{total}] {options.ranks} ranks on {nodes} node(s), {layout}, "
-                  f"{len(algorithms)} algorithms, {options.sizes} B per peer ...", end="", flush=True)
-            doc, seconds, cmd, env = run_bench(options, nodes, algorithms, layout)
-            context = doc.get("context", {})
-            layout_key = node_layout_of(context, options.ranks, nodes)
-            key = (layout_key["ranks"], layout_key["nodes"], layout_key["ranks_per_node"])
-            measured[(key, layout)] = medians(doc)
-            print(f" {seconds:.1f} s (elapsed {time.time() - started:.1f} s)", flush=True)
-            runs.append({"node_layout": layout_key, "layout": layout, "seconds": round(seconds, 2),
-                         "compilers_running_after": busy_compilers(),
-                         "command": " ".join(shlex.quote(c) for c in cmd), "environment": env})
+    for launch_number in range(1, options.launches + 1):
+        for nodes in options.nodes:
+            for layout in options.layouts:
+                print(f"[{len(runs) + 1}/{total}] launch {launch_number}: {options.ranks} ranks on {nodes} node(s), "
+                      f"{layout}, {len(algorithms)} algorithms, {options.sizes} B per peer ...", end="", flush=True)
+                doc, seconds, cmd, env = run_bench(options, nodes, algorithms, layout)
+                context = doc.get("context", {})
+                layout_key = node_layout_of(context, options.ranks, nodes)
+                key = (layout_key["ranks"], layout_key["nodes"], layout_key["ranks_per_node"])
+                measured.setdefault((key, layout), []).append(medians(doc))
+                print(f" {seconds:.1f} s (elapsed {time.time() - started:.1f} s)", flush=True)
+                runs.append({"launch": launch_number, "node_layout": layout_key, "layout": layout,
+                             "seconds": round(seconds, 2), "compilers_running_after": busy_compilers(),
+                             "command": " ".join(shlex.quote(c) for c in cmd), "environment": env})
     return measured, context, runs
 
 
@@ -437,7 +569,7 @@ def main(argv=None):
         if "auto" in algorithms:
             raise ValueError("--algorithms: auto cannot be measured for its own table")
         measured, context, runs = measure(options, algorithms)
-        entries = table_entries(measured, options.tolerance)
+        entries = table_entries(measured, options.tolerance, options.one_algorithm)
         meta = metadata(options, context, runs, algorithms, argv)
         if options.mpich_json != "none":
             generic = options.generic or next((p for p in GENERIC_JSON if os.path.isfile(p)), None)
