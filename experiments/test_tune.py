@@ -127,6 +127,30 @@ class Decisions(unittest.TestCase):
         self.assertEqual(tune.one_algorithm([("contiguous", {}, {1: {"a": 1.0, "b": 1.0}, 2: {"a": 1.0}})],
                                             0.9, 0.1, 1.25), ("a", 1.0, 1.0))
 
+    def test_a_measured_agreement_dearer_than_the_split_gains_gives_one_algorithm(self):
+        # a is 1.3x behind b at the two large sizes, b 1.3x behind a at the three small ones: no
+        # algorithm meets the goals alone, and bands need auto's agreement on every call.
+        two = (2, 2, 1)
+        times = {("a", s): 1.0 if s < 8 else 1.3 for s in (1, 2, 4, 8, 16)}
+        times.update({("b", s): 1.3 if s < 8 else 1.0 for s in (1, 2, 4, 8, 16)})
+        measured = {(two, "contiguous"): times}
+        dear = tune.table_entries(measured, one=(0.9, 0.1, 1.25), agreements={two: 0.5})
+        self.assertEqual([(e["bytes_per_peer"], e["algorithm"]) for e in dear], [([0, None], "a")])
+        self.assertIn("60% of its points; per-size bands would be at 0%", dear[0]["rule"])
+        self.assertIn("500000.00 us per call", dear[0]["rule"])
+        cheap = tune.table_entries(measured, one=(0.9, 0.1, 1.25), agreements={two: 0.01})
+        self.assertEqual([e["algorithm"] for e in cheap], ["a", "b"])    # 1.01x: the bands win
+        self.assertEqual([e["algorithm"] for e in tune.table_entries(measured, one=(0.9, 0.1, 1.25))], ["a", "b"])
+
+    def test_the_agreement_cost_is_paired_per_pass(self):
+        doc = bench_doc({})
+        doc["benchmarks"] = [{"name": f"alltoallw/contiguous/{a}/{s}/pass:{k}/manual_time", "run_type": "iteration",
+                              "real_time": t, "time_unit": "us"}
+                             for s, k, a, t in ((1, 1, "auto", 3.0), (1, 1, "pairwise", 1.0), (1, 2, "auto", 9.0),
+                                                (1, 2, "pairwise", 8.0), (1, 3, "auto", 2.5), (1, 3, "pairwise", 1.0),
+                                                (2, 1, "auto", 2.0), (2, 1, "pairwise", 1.0))]
+        self.assertAlmostEqual(tune.agreement_cost(doc), 1.25e-6)  # size 1: median(2, 1, 1.5); size 2: 1
+
     def test_medians_of_repetitions(self):
         times = tune.medians(bench_doc({("native", 8): [3.0, 1.0, 2.0], ("pairwise", 8): [4.0, 5.0]}))
         self.assertAlmostEqual(times[("native", 8)], 2.0)

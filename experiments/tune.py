@@ -120,13 +120,13 @@ def registered_algorithms(bin_dir, mpi):
 
 # --- measuring ------------------------------------------------------------------------------------
 
-def bench_args(options, algorithms, layout, out):
-    return ["--algorithms", ",".join(algorithms), "--layouts", layout, "-m", options.sizes, "--interleave",
+def bench_args(options, algorithms, layout, out, sizes=None):
+    return ["--algorithms", ",".join(algorithms), "--layouts", layout, "-m", sizes or options.sizes, "--interleave",
             "--passes", str(options.repetitions), f"--benchmark_min_time={options.min_time}",
             f"--benchmark_out={out}", "--benchmark_out_format=json"]
 
 
-def run_bench(options, nodes, algorithms, layout):
+def run_bench(options, nodes, algorithms, layout, sizes=None, env=None):
     """One tb-bench run: its parsed JSON and its wall seconds. Raises RuntimeError with its output."""
     mode = "intra" if nodes == 1 else "cliques"
     spec = launch.tool_spec("tb-bench")
@@ -134,8 +134,8 @@ def run_bench(options, nodes, algorithms, layout):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
         launch_options = argparse.Namespace(cliques=nodes, hosts=nodes, hostfile=None)
-        cmd, env = launch.command(spec, program, bench_args(options, algorithms, layout, out), mode, options.mpi,
-                                  options.ranks, launch_options)
+        cmd, env = launch.command(spec, program, bench_args(options, algorithms, layout, out, sizes), mode,
+                                  options.mpi, options.ranks, launch_options, env)
         started = time.time()
         with open(os.path.join(tmp, "log"), "w") as log:
             status, hang = launch.run_command(cmd, env, watch=out, timeout=options.timeout, finalize_grace=5.0,
@@ -295,9 +295,42 @@ def whole_band(by_size, worst, algorithm, rule):
             "rule": rule}
 
 
-def table_entries(measured, tolerance=0.0, one=None):
+def share_within(ratios, within):
+    return sum(1 for r in ratios if r <= 1 + within) / len(ratios) if ratios else 0.0
+
+
+def bands_with_agreement(classes, tolerance, within, agreement_s):
+    """The share of a node layout's points at which its per-size bands stay within `within` of the
+    fastest (medians) once auto's agreement, `agreement_s` per call, is added to every call."""
+    ratios = []
+    for _, by_size, worst in classes:
+        for band in bands(by_size, tolerance, worst):
+            for size in band["sizes"]:
+                times = by_size[size]
+                ratios.append((times[band["algorithm"]] + agreement_s) / min(times.values()))
+    return share_within(ratios, within)
+
+
+def best_single(classes, within):
+    """(algorithm, share of points within `within` of the fastest by medians), the best such share
+    among the algorithms measured at every point of the node layout; or None."""
+    ratios = {}
+    for _, by_size, _ in classes:
+        for times in by_size.values():
+            fastest = min(times.values())
+            for algorithm, t in times.items():
+                ratios.setdefault(algorithm, []).append(t / fastest)
+    points = max((len(r) for r in ratios.values()), default=0)
+    scored = [(share_within(r, within), a) for a, r in ratios.items() if len(r) == points]
+    return max(scored, key=lambda x: (x[0], -sum(ratios[x[1]]))) if scored else None
+
+
+def table_entries(measured, tolerance=0.0, one=None, agreements=None):
     """measured: {(node layout key tuple, layout): {(algorithm, size): s}, or a list of those, one per
-    launch} -> the table's entries. `one`: (share, within, worst) of the one-algorithm rule, or None."""
+    launch} -> the table's entries. `one`: (share, within, worst) of the one-algorithm rule, or None;
+    `agreements`: {node layout key: seconds auto's per-call agreement costs there} (measured), with
+    which a node layout also gets one algorithm where its bands, agreement added, would be within
+    `within` of the fastest at fewer points than that one algorithm alone."""
     per_node_layout = {}
     for (key, layout), times in sorted(measured.items()):
         medians_, worst_ratios = combined(times)
@@ -312,11 +345,21 @@ def table_entries(measured, tolerance=0.0, one=None):
     for key, classes in per_node_layout.items():
         ranks, nodes, per_node = key
         single = one_algorithm(classes, *one) if one else None
+        rule = None
+        if single:
+            algorithm, fraction, worst_ratio = single
+            rule = (f"one algorithm for the node layout: within {1 + one[1]:.2f}x of the fastest at "
+                    f"{fraction:.0%} of its points, worst {worst_ratio:.2f}x")
+        elif one and agreements and key in agreements:
+            alone = best_single(classes, one[1])
+            banded = bands_with_agreement(classes, tolerance, one[1], agreements[key])
+            if alone and alone[0] >= banded:
+                algorithm = alone[1]
+                rule = (f"one algorithm for the node layout: within {1 + one[1]:.2f}x of the fastest (medians) at "
+                        f"{alone[0]:.0%} of its points; per-size bands would be at {banded:.0%} once auto's "
+                        f"agreement ({agreements[key] * 1e6:.2f} us per call, measured) is added")
         for layout, by_size, worst in classes:
-            if single:
-                algorithm, fraction, worst_ratio = single
-                rule = (f"one algorithm for the node layout: within {1 + one[1]:.2f}x of the fastest at "
-                        f"{fraction:.0%} of its points, worst {worst_ratio:.2f}x")
+            if rule:
                 layout_bands = [whole_band(by_size, worst, algorithm, rule)]
             else:
                 layout_bands = bands(by_size, tolerance, worst)
@@ -536,8 +579,8 @@ def busy_compilers():
 def measure(options, algorithms):
     """Every (node layout, layout) run, --launches times over, one progress line each. Returns the
     medians ({(node layout, layout): [per launch {(algorithm, size): s}]}), the last run's tb-bench
-    context and the runs' records."""
-    measured, runs, context = {}, [], {}
+    context, the runs' records and {node count asked for: node layout key}."""
+    measured, runs, context, keys = {}, [], {}, {}
     total = options.launches * len(options.nodes) * len(options.layouts)
     started = time.time()
     if busy_compilers():
@@ -552,12 +595,64 @@ def measure(options, algorithms):
                 context = doc.get("context", {})
                 layout_key = node_layout_of(context, options.ranks, nodes)
                 key = (layout_key["ranks"], layout_key["nodes"], layout_key["ranks_per_node"])
+                keys[nodes] = key
                 measured.setdefault((key, layout), []).append(medians(doc))
                 print(f" {seconds:.1f} s (elapsed {time.time() - started:.1f} s)", flush=True)
                 runs.append({"launch": launch_number, "node_layout": layout_key, "layout": layout,
                              "seconds": round(seconds, 2), "compilers_running_after": busy_compilers(),
                              "command": " ".join(shlex.quote(c) for c in cmd), "environment": env})
-    return measured, context, runs
+    return measured, context, runs, keys
+
+
+AGREEMENT_SIZES = "1:64"
+
+
+def agreement_table(path, key):
+    """Writes a table with two bands at node layout `key` (contiguous: pairwise to 64 B per peer,
+    native above), so that auto agrees on every call there and then runs pairwise at 1-64 B."""
+    layout = {"ranks": key[0], "nodes": key[1], "ranks_per_node": key[2]}
+    write_json(path, tuning_table([{"node_layout": layout, "layout_class": CONTIGUOUS, "bytes_per_peer": [0, 64],
+                                    "algorithm": "pairwise"},
+                                   {"node_layout": layout, "layout_class": CONTIGUOUS, "bytes_per_peer": [65, None],
+                                    "algorithm": "native"}], layout_classes([CONTIGUOUS]), {"purpose": "agreement"}))
+
+
+def agreement_cost(doc):
+    """Seconds auto's agreement adds per call: per size the median over passes of auto - pairwise
+    (the pass's two runs paired), then the median over sizes."""
+    runs = {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        parts = b.get("run_name", b["name"]).split("/")
+        unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
+        runs.setdefault((int(parts[3]), parts[4] if len(parts) > 5 else ""), {})[parts[2]] = b["real_time"] * unit
+    by_size = {}
+    for (size, _), pair in runs.items():
+        if "auto" in pair and "pairwise" in pair:
+            by_size.setdefault(size, []).append(pair["auto"] - pair["pairwise"])
+    if not by_size:
+        raise RuntimeError("the agreement run timed no auto and pairwise pair")
+    return max(0.0, median([median(d) for d in by_size.values()]))
+
+
+def measure_agreements(options, keys):
+    """{node layout key: seconds} of auto's per-call agreement there (see agreement_table), one
+    launch per node layout, with the default TB_AUTO_AGREEMENT (each-call)."""
+    costs = {}
+    for nodes, key in keys.items():
+        if key[0] < 2:
+            continue  # one rank agrees with no one
+        with tempfile.TemporaryDirectory() as tmp:
+            table = os.path.join(tmp, "table.json")
+            agreement_table(table, key)
+            print(f"agreement: {key[0]} ranks on {nodes} node(s), auto and pairwise, {AGREEMENT_SIZES} B per peer ...",
+                  end="", flush=True)
+            doc, seconds, _, _ = run_bench(options, nodes, ["auto", "pairwise"], CONTIGUOUS, AGREEMENT_SIZES,
+                                           {"TB_TUNING_TABLE": table, "TB_AUTO_AGREEMENT": "each-call"})
+        costs[key] = agreement_cost(doc)
+        print(f" {costs[key] * 1e6:.2f} us per call ({seconds:.1f} s)", flush=True)
+    return costs
 
 
 def main(argv=None):
@@ -568,9 +663,11 @@ def main(argv=None):
         algorithms = options.algorithms.split(",") if options.algorithms else registered_algorithms(options.bin, options.mpi)
         if "auto" in algorithms:
             raise ValueError("--algorithms: auto cannot be measured for its own table")
-        measured, context, runs = measure(options, algorithms)
-        entries = table_entries(measured, options.tolerance, options.one_algorithm)
+        measured, context, runs, keys = measure(options, algorithms)
+        agreements = measure_agreements(options, keys) if options.one_algorithm else {}
+        entries = table_entries(measured, options.tolerance, options.one_algorithm, agreements)
         meta = metadata(options, context, runs, algorithms, argv)
+        meta["agreement_s"] = {f"{k[0]} ranks, {k[1]} nodes": round(s, 9) for k, s in agreements.items()}
         if options.mpich_json != "none":
             generic = options.generic or next((p for p in GENERIC_JSON if os.path.isfile(p)), None)
             if generic is None:
