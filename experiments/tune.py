@@ -41,7 +41,11 @@ allreduce, more than a small Alltoallw. So where one algorithm is within WITHIN 
 (worst over launches) at a SHARE of the node layout's points, and never worse than WORST, that
 algorithm takes every class and size there (one unbounded band per class, "rule" says why) and
 auto needs no agreement. Of several such, the one with the largest share, then the smallest worst.
-"off" keeps the per-size bands.
+The agreement is also priced: one more launch per node layout times auto (with a two-band table,
+so that it agrees on every call) beside pairwise, the algorithm it then runs, at 1-64 B per peer;
+the median difference is the agreement's cost per call. Where the bands, that cost added to every
+call, would be within WITHIN of the fastest at fewer points than the best single algorithm alone,
+that algorithm takes the node layout too. "off" keeps the per-size bands and measures nothing more.
 
 MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians, with
 native as MPICH's own "scattered" and only the algorithms MPICH has in-tree (pairwise,

@@ -2,7 +2,7 @@
 """experiments/tune.py end to end on one build (ctest auto.tune.end-to-end): a tiny sweep (2 ranks,
 one node and two emulated nodes, 1-256 B per peer), the table it wrote checked (format, version,
 every node layout and class covered from 0 bytes to unbounded, only registered algorithms, never
-auto), then tb-bench runs auto with TB_TUNING_TABLE on each node layout and its reported path must
+auto, the agreement's cost measured at both node layouts), then tb-bench runs auto with TB_TUNING_TABLE on each node layout and its reported path must
 name the table's choice; without a table it names the built-in rule, and a bad table is an error
 naming the file. Prints "tune end-to-end: ok"."""
 import argparse
@@ -69,6 +69,9 @@ def main():
         table = json.load(f)
     check_table(table, tune.registered_algorithms(os.path.join(options.build, "bin"), options.mpi))
     check(os.path.isfile(table["metadata"]["mpich_selection"]["file"]), "the MPICH selection JSON written")
+    agreements = table["metadata"].get("agreement_s", {})
+    check(len(agreements) == 2 and all(s >= 0 for s in agreements.values()),
+          f"auto's agreement priced at both node layouts: {agreements}")
     for nodes in (1, 2):
         chosen = next(e["algorithm"] for e in table["entries"] if e["node_layout"]["nodes"] == nodes
                       and e["layout_class"] == "contiguous" and (e["bytes_per_peer"][1] is None or e["bytes_per_peer"][1] >= 64)
