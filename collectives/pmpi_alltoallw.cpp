@@ -88,6 +88,23 @@ int fail(MPI_Comm comm, int error_class, const std::string& message, const char*
   return error_class;
 }
 
+// fail() for the exception being handled (call it inside a catch block): a tb::MpiError keeps
+// its MPI error class, a std::invalid_argument (a bad argument or setting) is MPI_ERR_ARG, any
+// other exception `other_class`.
+int fail_current(MPI_Comm comm, const char* function, int other_class) {
+  try {
+    throw;
+  } catch (const tb::MpiError& e) {
+    int error_class = MPI_ERR_OTHER;
+    PMPI_Error_class(e.code(), &error_class);
+    return fail(comm, error_class, e.what(), function);
+  } catch (const std::invalid_argument& e) {
+    return fail(comm, MPI_ERR_ARG, e.what(), function);
+  } catch (const std::exception& e) {
+    return fail(comm, other_class, e.what(), function);
+  }
+}
+
 // Contiguous runs of `count` instances of `type` (one run when the instances are dense).
 std::int64_t blocks_of(int count, MPI_Datatype type) {
   if (count <= 0 || type == MPI_DATATYPE_NULL) return 0;
@@ -145,14 +162,8 @@ extern "C" int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const 
       record(s, in_place ? recvcounts : sendcounts, in_place ? recvtypes : sendtypes, recvcounts, recvtypes, comm);
     }
     s.algorithm->run({sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm});
-  } catch (const tb::MpiError& e) {
-    int error_class = MPI_ERR_OTHER;
-    PMPI_Error_class(e.code(), &error_class);
-    return fail(comm, error_class, e.what());
-  } catch (const std::invalid_argument& e) {
-    return fail(comm, MPI_ERR_ARG, e.what());
-  } catch (const std::exception& e) {
-    return fail(comm, MPI_ERR_OTHER, e.what());
+  } catch (const std::exception&) {
+    return fail_current(comm, "MPI_Alltoallw", MPI_ERR_OTHER);
   }
   ++s.calls;
   const std::string path = s.algorithm->last_path();
@@ -179,12 +190,8 @@ int alltoallw_init(const void* sendbuf, const int sendcounts[], const int sdispl
   std::unique_ptr<tb::PreparedAlltoallw> call;
   try {
     call = s.algorithm->prepare({sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm});
-  } catch (const tb::MpiError& e) {
-    int error_class = MPI_ERR_OTHER;
-    PMPI_Error_class(e.code(), &error_class);
-    return fail(comm, error_class, e.what(), function);
-  } catch (const std::exception& e) {
-    return fail(comm, MPI_ERR_ARG, e.what(), function);
+  } catch (const std::exception&) {
+    return fail_current(comm, function, MPI_ERR_ARG);
   }
   MPI_Request handle = MPI_REQUEST_NULL;
   const int code = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm, &handle);
@@ -204,12 +211,8 @@ int run_prepared(State& s, MPI_Request request) {
   const MPI_Comm comm = call.args().comm;
   try {
     call.start();
-  } catch (const tb::MpiError& e) {
-    int error_class = MPI_ERR_OTHER;
-    PMPI_Error_class(e.code(), &error_class);
-    return fail(comm, error_class, e.what(), "MPI_Start");
-  } catch (const std::exception& e) {
-    return fail(comm, MPI_ERR_OTHER, e.what(), "MPI_Start");
+  } catch (const std::exception&) {
+    return fail_current(comm, "MPI_Start", MPI_ERR_OTHER);
   }
   if (s.verbose >= 2)
     std::fprintf(stderr, "[libtb_alltoallw] rank %d: MPI_Start of MPI_Alltoallw_init via %s (start %lld)\n",
