@@ -33,8 +33,8 @@ BENCH_NAME = re.compile(r"^alltoallw/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<
 
 
 def load_passes(path):
-    """(title, {(layout, bytes per peer): {algorithm: [us per pass, in pass order]}}, {algorithm: label})
-    from a tb-bench JSON; aggregate and failed rows are left out."""
+    """(title, {(layout, bytes per peer): {algorithm: {pass number: us}}}, {algorithm: label}) from a
+    tb-bench JSON (a run without passes is pass 1); aggregate and failed rows are left out."""
     with open(path) as f:
         data = json.load(f)
     runs, labels = {}, {}
@@ -46,22 +46,26 @@ def load_passes(path):
         key = (name["layout"], int(name["bytes"]))
         runs.setdefault(key, {}).setdefault(name["algorithm"], []).append((int(name["pass"] or 1), b["real_time"] * scale))
         labels[name["algorithm"]] = b.get("label", "")
-    times = {key: {a: [t for _, t in sorted(ps)] for a, ps in by_algorithm.items()} for key, by_algorithm in runs.items()}
+    times = {key: {a: dict(sorted(ps)) for a, ps in by_algorithm.items()} for key, by_algorithm in runs.items()}
     return title_of(data.get("context", {})), times, labels
 
 
 def passes(value):
-    """A point's times as a list: one number is one pass."""
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    """A point's times as {pass number: time}: one number is pass 1, a list passes 1, 2, ..."""
+    if isinstance(value, dict):
+        return value
+    return dict(enumerate(value, 1)) if isinstance(value, (list, tuple)) else {1: value}
 
 
 def paired(numerator, denominators):
-    """The median over passes of numerator[k] / min(d[k] for d in denominators): pass K against the
-    K-th runs of the others; passes some side lacks are left out."""
+    """The median over passes K of numerator[K] / min(d[K] for d in denominators): pass K against
+    the K-th runs of the others; a pass some side lacks (a failed run) is left out."""
     numerator = passes(numerator)
     denominators = [passes(d) for d in denominators]
-    count = min([len(numerator)] + [len(d) for d in denominators])
-    return statistics.median(numerator[k] / min(d[k] for d in denominators) for k in range(count))
+    common = [k for k in numerator if all(k in d for d in denominators)]
+    if not common:
+        raise ValueError("no pass was timed on both sides")
+    return statistics.median(numerator[k] / min(d[k] for d in denominators) for k in common)
 
 
 def auto_choices(path):
@@ -137,7 +141,7 @@ def fmt(x):
 
 def report(path):
     title, times, paths = load_passes(path)
-    count = max((len(passes(t)) for row in times.values() for t in row.values()), default=0)
+    count = max((len(passes(t)) for row in times.values() for t in row.values()), default=0)  # passes per point
     rows = point_ratios(times, auto_choices(path))
     s = summary(rows)
     print("## {}\n\n{}\n\nEach ratio: the median over {} pass(es) of the ratio within a pass.\n".format(

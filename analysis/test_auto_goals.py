@@ -74,9 +74,13 @@ class Passes(unittest.TestCase):
             with open(path, "w") as f:
                 json.dump({"context": {}, "benchmarks": rows}, f)
             _, times, labels = load_passes(path)
-        self.assertEqual(times[("contiguous", 8)]["auto"], [3.0, 5.0])
-        self.assertEqual(times[("contiguous", 8)]["native"], [0.004])
+        self.assertEqual(times[("contiguous", 8)]["auto"], {1: 3.0, 2: 5.0})
+        self.assertEqual(times[("contiguous", 8)]["native"], {1: 0.004})
         self.assertEqual(labels["auto"], "auto -> native")
+
+    def test_passes_pair_by_their_number_and_a_missing_pass_is_left_out(self):
+        row, = point_ratios({("contiguous", 8): {"auto": {1: 10.0, 3: 30.0}, "native": {1: 10.0, 2: 1.0, 3: 30.0}}})
+        self.assertAlmostEqual(row["auto_native"], 1.0)             # passes 1 and 3; pass 2 has no auto
 
 
 if __name__ == "__main__":

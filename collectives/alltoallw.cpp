@@ -216,20 +216,8 @@ std::unique_ptr<PreparedAlltoallw> AlltoallwAlgorithm::prepare(const AlltoallwAr
 PreparedAlltoallw::PreparedAlltoallw(AlltoallwAlgorithm& algorithm, const AlltoallwArgs& a, const AlltoallwComm& comm)
     : algorithm_(algorithm), comm_(comm), args_(a) {
   const auto n = static_cast<std::size_t>(comm.size);
-  recvcounts_.assign(a.recvcounts, a.recvcounts + n);
-  rdispls_.assign(a.rdispls, a.rdispls + n);
-  recvtypes_.assign(a.recvtypes, a.recvtypes + n);
-  args_.recvcounts = recvcounts_.data();
-  args_.rdispls = rdispls_.data();
-  args_.recvtypes = recvtypes_.data();
-  if (a.sendbuf != MPI_IN_PLACE) {
-    sendcounts_.assign(a.sendcounts, a.sendcounts + n);
-    sdispls_.assign(a.sdispls, a.sdispls + n);
-    sendtypes_.assign(a.sendtypes, a.sendtypes + n);
-    args_.sendcounts = sendcounts_.data();
-    args_.sdispls = sdispls_.data();
-    args_.sendtypes = sendtypes_.data();
-  }
+  recv_.take(n, args_.recvcounts, args_.rdispls, args_.recvtypes);
+  if (a.sendbuf != MPI_IN_PLACE) send_.take(n, args_.sendcounts, args_.sdispls, args_.sendtypes);
   if (comm.inter && !algorithm.handles_intercommunicators()) {
     fallback_path_ = "native (intercommunicator)";
     exchange_ = prepare_native_alltoallw(args_);
@@ -237,6 +225,16 @@ PreparedAlltoallw::PreparedAlltoallw(AlltoallwAlgorithm& algorithm, const Alltoa
     exchange_ = algorithm.prepare_exchange(args_, comm_);
   }
   path_ = path_now();
+}
+
+void PreparedAlltoallw::SideCopy::take(std::size_t peers, const int*& counts_in, const int*& displs_in,
+                                       const MPI_Datatype*& types_in) {
+  counts.assign(counts_in, counts_in + peers);
+  displs.assign(displs_in, displs_in + peers);
+  types.assign(types_in, types_in + peers);
+  counts_in = counts.data();
+  displs_in = displs.data();
+  types_in = types.data();
 }
 
 PreparedAlltoallw::~PreparedAlltoallw() = default;

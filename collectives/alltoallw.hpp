@@ -144,10 +144,17 @@ class PreparedAlltoallw {
   friend class AlltoallwAlgorithm;
   PreparedAlltoallw(AlltoallwAlgorithm& algorithm, const AlltoallwArgs& args, const AlltoallwComm& comm);
 
+  // One side's argument arrays, copied.
+  struct SideCopy {
+    std::vector<int> counts, displs;
+    std::vector<MPI_Datatype> types;
+    // Copies `peers` entries of each array and points the caller's arrays at the copies.
+    void take(std::size_t peers, const int*& counts_in, const int*& displs_in, const MPI_Datatype*& types_in);
+  };
+
   AlltoallwAlgorithm& algorithm_;
   AlltoallwComm comm_;
-  std::vector<int> sendcounts_, sdispls_, recvcounts_, rdispls_;
-  std::vector<MPI_Datatype> sendtypes_, recvtypes_;
+  SideCopy send_, recv_;
   AlltoallwArgs args_;
   std::unique_ptr<PreparedExchange> exchange_;  // null: each start runs the algorithm's exchange()
   std::string fallback_path_;                   // the delegation for an intercommunicator, if any

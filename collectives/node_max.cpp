@@ -41,11 +41,15 @@ bool all_share_memory(MPI_Comm comm) {
   return node_size == size;
 }
 
-bool unified(MPI_Win window) {
+// Whether the window is in the unified memory model on every rank (agreed, so that all ranks
+// keep or free it together).
+bool unified_everywhere(MPI_Win window, MPI_Comm comm) {
   int* model = nullptr;
   int found = 0;
   TB_MPI_CHECK(PMPI_Win_get_attr(window, MPI_WIN_MODEL, &model, &found));
-  return found && *model == MPI_WIN_UNIFIED;
+  int mine = found && *model == MPI_WIN_UNIFIED ? 1 : 0, all = 0;
+  TB_MPI_CHECK(PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm));
+  return all == 1;
 }
 
 }  // namespace
@@ -53,6 +57,7 @@ bool unified(MPI_Win window) {
 
 std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
   static_assert(sizeof(Record) == 64, "one record per cache line");
+  static_assert(std::atomic_ref<std::int64_t>::is_always_lock_free, "atomics shared between processes");
 #if defined(TB_SMPI)
   (void)comm;
   return nullptr;
@@ -65,7 +70,7 @@ std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
   void* mine = nullptr;
   MPI_Win window = MPI_WIN_NULL;
   TB_MPI_CHECK(PMPI_Win_allocate_shared(bytes, sizeof(Record), MPI_INFO_NULL, comm, &mine, &window));
-  if (!unified(window)) {
+  if (!unified_everywhere(window, comm)) {
     TB_MPI_CHECK(PMPI_Win_free(&window));
     return nullptr;
   }
@@ -74,10 +79,18 @@ std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
   void* base = nullptr;
   TB_MPI_CHECK(PMPI_Win_shared_query(window, 0, &got, &unit, &base));
   auto* records = static_cast<Record*>(base);
-  if (rank == 0)
-    for (int r = 0; r < size; ++r) new (&records[r]) Record{};
   TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, window));
-  TB_MPI_CHECK(PMPI_Barrier(comm));  // the records are zero before any rank publishes
+  if (rank == 0) {
+    for (int r = 0; r < size; ++r) {
+      new (&records[r]) Record{};
+      std::atomic_ref<std::int64_t>(records[r].call).store(0, std::memory_order_release);
+    }
+  }
+  // The records are zero before any rank publishes (MPI's rule for shared windows: a sync, a
+  // barrier, a sync).
+  TB_MPI_CHECK(PMPI_Win_sync(window));
+  TB_MPI_CHECK(PMPI_Barrier(comm));
+  TB_MPI_CHECK(PMPI_Win_sync(window));
   return std::unique_ptr<NodeMax>(new NodeMax(window, records, rank, size));
 #endif
 }
@@ -85,6 +98,7 @@ std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
 NodeMax::NodeMax(MPI_Win window, Record* records, int rank, int size)
     : window_(window), records_(records), rank_(rank), size_(size) {}
 
+// Errors are not reported: a destructor cannot throw, and the window goes with the process anyway.
 NodeMax::~NodeMax() {
   PMPI_Win_unlock_all(window_);
   PMPI_Win_free(&window_);

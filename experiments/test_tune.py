@@ -136,11 +136,16 @@ class Decisions(unittest.TestCase):
         measured = {(two, "contiguous"): times}
         dear = tune.table_entries(measured, one=(0.9, 0.1, 1.25), agreements={two: 0.5})
         self.assertEqual([(e["bytes_per_peer"], e["algorithm"]) for e in dear], [([0, None], "a")])
-        self.assertIn("60% of its points; per-size bands would be at 0%", dear[0]["rule"])
+        self.assertIn("60% of its points, worst 1.30x; per-size bands would be at 0%", dear[0]["rule"])
         self.assertIn("500000.00 us per call", dear[0]["rule"])
         cheap = tune.table_entries(measured, one=(0.9, 0.1, 1.25), agreements={two: 0.01})
         self.assertEqual([e["algorithm"] for e in cheap], ["a", "b"])    # 1.01x: the bands win
         self.assertEqual([e["algorithm"] for e in tune.table_entries(measured, one=(0.9, 0.1, 1.25))], ["a", "b"])
+
+    def test_algorithms_measured_at_different_points_never_count_as_measured_everywhere(self):
+        classes = [("contiguous", {1: {"a": 1.0}, 2: {"b": 1.0}}, {1: {"a": 1.0}, 2: {"b": 1.0}})]
+        self.assertIsNone(tune.one_algorithm(classes, 0.9, 0.1, 1.25))
+        self.assertIsNone(tune.best_single(classes, 0.1))
 
     def test_the_agreement_cost_is_paired_per_pass(self):
         doc = bench_doc({})

@@ -44,8 +44,9 @@ auto needs no agreement. Of several such, the one with the largest share, then t
 The agreement is also priced: one more launch per node layout times auto (with a two-band table,
 so that it agrees on every call) beside pairwise, the algorithm it then runs, at 1-64 B per peer;
 the median difference is the agreement's cost per call. Where the bands, that cost added to every
-call, would be within WITHIN of the fastest at fewer points than the best single algorithm alone,
-that algorithm takes the node layout too. "off" keeps the per-size bands and measures nothing more.
+call, would be within WITHIN of the fastest at no more points than the best single algorithm alone
+(largest share, then smallest worst ratio), that algorithm takes the node layout too, even if it
+misses WORST somewhere: the bands then miss it at every small size. "off" keeps the per-size bands and measures nothing more.
 
 MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians, with
 native as MPICH's own "scattered" and only the algorithms MPICH has in-tree (pairwise,
@@ -266,17 +267,18 @@ def one_algorithm(classes, share, within, worst_bound):
     """classes: [(layout, by_size, worst)] of one node layout -> (algorithm, its share of points within
     `within` of the fastest, its worst ratio), the algorithm that may take the whole node layout (see
     the docstring), or None."""
-    ratios = {}
-    for _, _, worst in classes:
-        for at_size in worst.values():
+    ratios, points = {}, set()
+    for layout, _, worst in classes:
+        for size, at_size in worst.items():
+            points.add((layout, size))
             for algorithm, ratio in at_size.items():
-                ratios.setdefault(algorithm, []).append(ratio)
-    points = max((len(r) for r in ratios.values()), default=0)
+                ratios.setdefault(algorithm, {})[(layout, size)] = ratio
     candidates = []
-    for algorithm, rs in ratios.items():
-        if len(rs) < points:
+    for algorithm, at in ratios.items():
+        if set(at) != points:
             continue  # not measured everywhere
-        fraction = sum(1 for r in rs if r <= 1 + within) / points
+        rs = list(at.values())
+        fraction = sum(1 for r in rs if r <= 1 + within) / len(points)
         if fraction >= share and max(rs) <= worst_bound:
             candidates.append((-fraction, max(rs), algorithm))
     if not candidates:
@@ -316,17 +318,22 @@ def bands_with_agreement(classes, tolerance, within, agreement_s):
 
 
 def best_single(classes, within):
-    """(algorithm, share of points within `within` of the fastest by medians), the best such share
-    among the algorithms measured at every point of the node layout; or None."""
-    ratios = {}
-    for _, by_size, _ in classes:
-        for times in by_size.values():
+    """(algorithm, share of points within `within` of the fastest by medians, worst ratio) of the
+    algorithm with the largest such share (then the smallest worst ratio) among those measured at
+    every point of the node layout; or None."""
+    ratios, points = {}, set()
+    for layout, by_size, _ in classes:
+        for size, times in by_size.items():
+            points.add((layout, size))
             fastest = min(times.values())
             for algorithm, t in times.items():
-                ratios.setdefault(algorithm, []).append(t / fastest)
-    points = max((len(r) for r in ratios.values()), default=0)
-    scored = [(share_within(r, within), a) for a, r in ratios.items() if len(r) == points]
-    return max(scored, key=lambda x: (x[0], -sum(ratios[x[1]]))) if scored else None
+                ratios.setdefault(algorithm, {})[(layout, size)] = t / fastest
+    scored = [(share_within(list(at.values()), within), -max(at.values()), a)
+              for a, at in ratios.items() if set(at) == points]
+    if not scored:
+        return None
+    share, worst, algorithm = max(scored)
+    return algorithm, share, -worst
 
 
 def table_entries(measured, tolerance=0.0, one=None, agreements=None):
@@ -334,7 +341,8 @@ def table_entries(measured, tolerance=0.0, one=None, agreements=None):
     launch} -> the table's entries. `one`: (share, within, worst) of the one-algorithm rule, or None;
     `agreements`: {node layout key: seconds auto's per-call agreement costs there} (measured), with
     which a node layout also gets one algorithm where its bands, agreement added, would be within
-    `within` of the fastest at fewer points than that one algorithm alone."""
+    `within` of the fastest at no more points than the best single algorithm alone (a tie goes to
+    the one algorithm, which needs no agreement)."""
     per_node_layout = {}
     for (key, layout), times in sorted(measured.items()):
         medians_, worst_ratios = combined(times)
@@ -357,11 +365,12 @@ def table_entries(measured, tolerance=0.0, one=None, agreements=None):
         elif one and agreements and key in agreements:
             alone = best_single(classes, one[1])
             banded = bands_with_agreement(classes, tolerance, one[1], agreements[key])
-            if alone and alone[0] >= banded:
-                algorithm = alone[1]
+            if alone and alone[1] >= banded:
+                algorithm, fraction, worst_ratio = alone
                 rule = (f"one algorithm for the node layout: within {1 + one[1]:.2f}x of the fastest (medians) at "
-                        f"{alone[0]:.0%} of its points; per-size bands would be at {banded:.0%} once auto's "
-                        f"agreement ({agreements[key] * 1e6:.2f} us per call, measured) is added")
+                        f"{fraction:.0%} of its points, worst {worst_ratio:.2f}x; per-size bands would be at "
+                        f"{banded:.0%} once auto's agreement ({agreements[key] * 1e6:.2f} us per call, measured) "
+                        "is added")
         for layout, by_size, worst in classes:
             if rule:
                 layout_bands = [whole_band(by_size, worst, algorithm, rule)]
