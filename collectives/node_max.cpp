@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <stdexcept>
 #include <new>
 
 namespace tb {
@@ -66,10 +68,13 @@ std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
   int rank = 0, size = 0;
   TB_MPI_CHECK(PMPI_Comm_rank(comm, &rank));
   TB_MPI_CHECK(PMPI_Comm_size(comm, &size));
-  const MPI_Aint bytes = rank == 0 ? static_cast<MPI_Aint>(sizeof(Record)) * size : 0;
+  // One record more than the ranks: the window's base need not be aligned to a cache line (Open
+  // MPI's is not even 16-byte aligned), so the records start at the first line boundary in it. The
+  // mapping is page-aligned in every process, so every rank finds the same boundary.
+  const MPI_Aint bytes = rank == 0 ? static_cast<MPI_Aint>(sizeof(Record)) * (size + 1) : 0;
   void* mine = nullptr;
   MPI_Win window = MPI_WIN_NULL;
-  TB_MPI_CHECK(PMPI_Win_allocate_shared(bytes, sizeof(Record), MPI_INFO_NULL, comm, &mine, &window));
+  TB_MPI_CHECK(PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, comm, &mine, &window));
   if (!unified_everywhere(window, comm)) {
     TB_MPI_CHECK(PMPI_Win_free(&window));
     return nullptr;
@@ -78,6 +83,9 @@ std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
   int unit = 0;
   void* base = nullptr;
   TB_MPI_CHECK(PMPI_Win_shared_query(window, 0, &got, &unit, &base));
+  std::size_t space = static_cast<std::size_t>(got);
+  if (std::align(alignof(Record), sizeof(Record) * size, base, space) == nullptr)
+    throw std::logic_error("NodeMax: the shared window is smaller than its records");
   auto* records = static_cast<Record*>(base);
   TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, window));
   if (rank == 0) {
