@@ -87,21 +87,29 @@ TuningEntry parse_entry(const json& j, std::size_t i, const std::string& path,
   }
   for (const auto& a : e.algorithms)
     if (a == "auto") invalid(path, where + ": auto cannot choose itself");
+  if (j.contains("calls")) {
+    const json& calls = j.at("calls");
+    if (calls != "blocking" && calls != "persistent")
+      invalid(path, where + ": \"calls\" must be \"blocking\" or \"persistent\", not " + calls.dump());
+    e.persistent = calls == "persistent";
+  }
   return e;
 }
 
 // Bands of one (node layout, class) must not overlap: a size has one answer.
 void check_bands(std::vector<TuningEntry>& entries, const std::string& path) {
   std::stable_sort(entries.begin(), entries.end(), [](const TuningEntry& a, const TuningEntry& b) {
-    return std::tie(a.layout.ranks, a.layout.nodes, a.layout.ranks_per_node, a.layout_class, a.min_bytes) <
-           std::tie(b.layout.ranks, b.layout.nodes, b.layout.ranks_per_node, b.layout_class, b.min_bytes);
+    return std::tie(a.layout.ranks, a.layout.nodes, a.layout.ranks_per_node, a.persistent, a.layout_class,
+                    a.min_bytes) < std::tie(b.layout.ranks, b.layout.nodes, b.layout.ranks_per_node, b.persistent,
+                                            b.layout_class, b.min_bytes);
   });
   for (std::size_t i = 1; i < entries.size(); ++i) {
     const TuningEntry &a = entries[i - 1], &b = entries[i];
-    if (!(a.layout == b.layout) || a.layout_class != b.layout_class) continue;
+    if (!(a.layout == b.layout) || a.layout_class != b.layout_class || a.persistent != b.persistent) continue;
     if (a.max_bytes < 0 || a.max_bytes >= b.min_bytes)
-      invalid(path, "two entries for " + describe(a.layout) + ", class " + a.layout_class +
-                        " overlap at " + std::to_string(b.min_bytes) + " bytes per peer");
+      invalid(path, std::string("two ") + (a.persistent ? "persistent " : "") + "entries for " + describe(a.layout) +
+                        ", class " + a.layout_class + " overlap at " + std::to_string(b.min_bytes) +
+                        " bytes per peer");
   }
 }
 
@@ -155,26 +163,27 @@ TuningTable TuningTable::read(const std::string& path) {
   return parse(text.str(), path);
 }
 
-bool TuningTable::has(const TuningNodeLayout& layout) const {
-  return std::any_of(entries_.begin(), entries_.end(), [&](const TuningEntry& e) { return e.layout == layout; });
+bool TuningTable::has(const TuningNodeLayout& layout, bool persistent) const {
+  return std::any_of(entries_.begin(), entries_.end(),
+                     [&](const TuningEntry& e) { return e.layout == layout && e.persistent == persistent; });
 }
 
 std::vector<const TuningEntry*> TuningTable::entries_at(const TuningNodeLayout& layout) const {
   std::vector<const TuningEntry*> out;
   for (const auto& e : entries_)
-    if (e.layout == layout) out.push_back(&e);
+    if (e.layout == layout && !e.persistent) out.push_back(&e);
   return out;
 }
 
 // The class of a call among those with entries at `layout`: contiguous calls take the contiguous
 // class (else the band of the largest blocks); fragmented calls the first band holding their mean
 // block size (else the band of the largest blocks, else the contiguous class).
-std::string TuningTable::class_of(const TuningNodeLayout& layout, const CallClass& call) const {
+std::string TuningTable::class_of(const TuningNodeLayout& layout, const CallClass& call, bool persistent) const {
   const TuningLayoutClass* contiguous = nullptr;
   std::vector<const TuningLayoutClass*> bands;
   for (const auto& c : classes_) {
     const bool used = std::any_of(entries_.begin(), entries_.end(), [&](const TuningEntry& e) {
-      return e.layout == layout && e.layout_class == c.name;
+      return e.layout == layout && e.layout_class == c.name && e.persistent == persistent;
     });
     if (!used) continue;
     if (c.contiguous) contiguous = contiguous ? contiguous : &c;
@@ -195,11 +204,11 @@ std::string TuningTable::class_of(const TuningNodeLayout& layout, const CallClas
   return contiguous ? contiguous->name : std::string();
 }
 
-const TuningEntry* TuningTable::find(const TuningNodeLayout& layout, const CallClass& call) const {
-  const std::string klass = class_of(layout, call);
+const TuningEntry* TuningTable::find(const TuningNodeLayout& layout, const CallClass& call, bool persistent) const {
+  const std::string klass = class_of(layout, call, persistent);
   const TuningEntry* best = nullptr;
   for (const auto& e : entries_) {
-    if (!(e.layout == layout) || e.layout_class != klass) continue;
+    if (!(e.layout == layout) || e.layout_class != klass || e.persistent != persistent) continue;
     if (!best || distance(e, call.bytes_per_peer) < distance(*best, call.bytes_per_peer)) best = &e;
   }
   return best;

@@ -18,6 +18,10 @@
 // every band the nearest band. `alternatives` are the runners-up, fastest first: auto takes the
 // first algorithm this build has registered (ucx_zcopy is absent in builds without UCX).
 //
+// An entry with "calls": "persistent" was measured in the algorithms' prepared forms
+// (experiments/tune.py --calls blocking,persistent); auto's prepared calls look those up first,
+// and blocking calls never see them. "calls" absent or "blocking": measured in the blocking form.
+//
 // Errors: a missing, unreadable or non-JSON file, the wrong format or version, and any malformed
 // field are std::invalid_argument naming the file (and the entry), never a crash or a default.
 #pragma once
@@ -48,6 +52,7 @@ struct TuningEntry {
   std::string layout_class;
   std::int64_t min_bytes = 0, max_bytes = -1;  // bytes per peer, inclusive; max -1 = unbounded
   std::vector<std::string> algorithms;          // the choice first, then the alternatives
+  bool persistent = false;                      // "calls": "persistent"
 };
 
 // What auto classifies a call by (agreed over the ranks where that matters).
@@ -66,13 +71,15 @@ class TuningTable {
   static TuningTable parse(const std::string& text, const std::string& path);
 
   const std::string& path() const { return path_; }
-  bool has(const TuningNodeLayout& layout) const;
-  // The entry for a call: nullptr only when the node layout is not in the table.
-  const TuningEntry* find(const TuningNodeLayout& layout, const CallClass& call) const;
-  // The entries at one node layout, for auto's "one algorithm everywhere" test.
+  // Whether the table has entries of the kind (blocking or persistent) at `layout`.
+  bool has(const TuningNodeLayout& layout, bool persistent = false) const;
+  // The entry of the kind for a call: nullptr only when there is none of that kind at the layout.
+  const TuningEntry* find(const TuningNodeLayout& layout, const CallClass& call, bool persistent = false) const;
+  // The blocking entries at one node layout, for auto's "one algorithm everywhere" test.
   std::vector<const TuningEntry*> entries_at(const TuningNodeLayout& layout) const;
-  // The class name a call falls into, of those the table has at `layout` (empty: none).
-  std::string class_of(const TuningNodeLayout& layout, const CallClass& call) const;
+  // The class name a call falls into, of those the table's entries of the kind have at `layout`
+  // (empty: none).
+  std::string class_of(const TuningNodeLayout& layout, const CallClass& call, bool persistent = false) const;
 
  private:
   std::string path_;

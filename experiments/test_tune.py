@@ -147,6 +147,11 @@ class Decisions(unittest.TestCase):
         self.assertIsNone(tune.one_algorithm(classes, 0.9, 0.1, 1.25))
         self.assertIsNone(tune.best_single(classes, 0.1))
 
+    def test_prepared_forms_are_split_off_under_the_plain_name(self):
+        blocking, persistent = tune.split_calls({("native", 8): 1.0, ("native:persistent", 8): 2.0, ("pairwise", 8): 3.0})
+        self.assertEqual(blocking, {("native", 8): 1.0, ("pairwise", 8): 3.0})
+        self.assertEqual(persistent, {("native", 8): 2.0})
+
     def test_the_agreement_cost_is_paired_per_pass(self):
         doc = bench_doc({})
         doc["benchmarks"] = [{"name": f"alltoallw/contiguous/{a}/{s}/pass:{k}/manual_time", "run_type": "iteration",

@@ -48,6 +48,11 @@ call, would be within WITHIN of the fastest at no more points than the best sing
 (largest share, then smallest worst ratio), that algorithm takes the node layout too, even if it
 misses WORST somewhere: the bands then miss it at every small size. "off" keeps the per-size bands and measures nothing more.
 
+Prepared forms (--calls blocking,persistent): every tb-bench launch also times each algorithm's
+prepared form (<algorithm>:persistent), and the table gets a second set of entries, "calls":
+"persistent", decided by the same rule from those times (no one-algorithm rule: a prepared call
+agrees once, at prepare). auto's prepared calls look them up first. It doubles the tuning time.
+
 MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians, with
 native as MPICH's own "scattered" and only the algorithms MPICH has in-tree (pairwise,
 pack_alltoallv, node_leader). What that tree cannot say (a layout class, a split between algorithms
@@ -125,13 +130,28 @@ def registered_algorithms(bin_dir, mpi):
 
 # --- measuring ------------------------------------------------------------------------------------
 
-def bench_args(options, algorithms, layout, out, sizes=None):
+def bench_args(options, algorithms, layout, out, sizes=None, calls="blocking"):
     return ["--algorithms", ",".join(algorithms), "--layouts", layout, "-m", sizes or options.sizes, "--interleave",
-            "--passes", str(options.repetitions), f"--benchmark_min_time={options.min_time}",
+            "--passes", str(options.repetitions), "--calls", calls, f"--benchmark_min_time={options.min_time}",
             f"--benchmark_out={out}", "--benchmark_out_format=json"]
 
 
-def run_bench(options, nodes, algorithms, layout, sizes=None, env=None):
+PERSISTENT = ":persistent"
+
+
+def split_calls(times):
+    """{(algorithm, size): s} with tb-bench's <algorithm>:persistent names -> (blocking, persistent),
+    each {(algorithm, size): s} under the plain algorithm name."""
+    blocking, persistent = {}, {}
+    for (algorithm, size), seconds in times.items():
+        if algorithm.endswith(PERSISTENT):
+            persistent[(algorithm[:-len(PERSISTENT)], size)] = seconds
+        else:
+            blocking[(algorithm, size)] = seconds
+    return blocking, persistent
+
+
+def run_bench(options, nodes, algorithms, layout, sizes=None, env=None, calls="blocking"):
     """One tb-bench run: its parsed JSON and its wall seconds. Raises RuntimeError with its output."""
     mode = "intra" if nodes == 1 else "cliques"
     spec = launch.tool_spec("tb-bench")
@@ -139,7 +159,7 @@ def run_bench(options, nodes, algorithms, layout, sizes=None, env=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
         launch_options = argparse.Namespace(cliques=nodes, hosts=nodes, hostfile=None)
-        cmd, env = launch.command(spec, program, bench_args(options, algorithms, layout, out, sizes), mode,
+        cmd, env = launch.command(spec, program, bench_args(options, algorithms, layout, out, sizes, calls), mode,
                                   options.mpi, options.ranks, launch_options, env)
         started = time.time()
         with open(os.path.join(tmp, "log"), "w") as log:
@@ -393,7 +413,8 @@ def decision_lines(entries):
         n = e["node_layout"]
         lo, hi = e["bytes_per_peer"]
         size = f"{lo}-{hi} B" if hi is not None else f">= {lo} B"
-        lines.append(f"  {n['ranks']} ranks, {n['nodes']} node(s), {e['layout_class']}, {size} per peer: "
+        calls = "prepared calls, " if e.get("calls") == "persistent" else ""
+        lines.append(f"  {calls}{n['ranks']} ranks, {n['nodes']} node(s), {e['layout_class']}, {size} per peer: "
                      f"{e['algorithm']}" + (f" (then {', '.join(e['alternatives'])})" if e["alternatives"] else ""))
     return lines
 
@@ -490,6 +511,7 @@ def metadata(options, context, runs, algorithms, argv):
             "build": options.build, "ranks": options.ranks, "nodes": options.nodes, "sizes": options.sizes,
             "layouts": options.layouts, "algorithms": algorithms, "min_time_s": options.min_time,
             "repetitions": options.repetitions, "launches": options.launches, "tolerance": options.tolerance,
+            "calls": options.calls,
             "one_algorithm": options.one_algorithm,
             "rule": "per (node layout, layout class, size) the smallest worst ratio to the fastest over the "
                     "launches (one launch: the fastest median; the previous size's winner kept within the "
@@ -534,6 +556,8 @@ def parse(argv):
                         help="SHARE,WITHIN,WORST: one algorithm takes a whole node layout where it is within "
                              "WITHIN of the fastest at SHARE of its points and never worse than WORST (auto then "
                              "needs no per-call agreement there); 'off' keeps per-size bands")
+    parser.add_argument("--calls", default="blocking", choices=["blocking", "blocking,persistent"],
+                        help="blocking,persistent: also time the prepared forms and write persistent entries")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one tb-bench run may take")
     parser.add_argument("-o", "--out", default=os.path.join(ROOT, "results", "tuning", "alltoallw-tuning.json"))
     parser.add_argument("--mpich-json", help="the MPICH selection JSON (default: beside --out, mpich-selection.json; "
@@ -591,9 +615,10 @@ def busy_compilers():
 
 def measure(options, algorithms):
     """Every (node layout, layout) run, --launches times over, one progress line each. Returns the
-    medians ({(node layout, layout): [per launch {(algorithm, size): s}]}), the last run's tb-bench
+    medians of the blocking forms ({(node layout, layout): [per launch {(algorithm, size): s}]}), the
+    same of the prepared forms (empty unless --calls has persistent), the last run's tb-bench
     context, the runs' records and {node count asked for: node layout key}."""
-    measured, runs, context, keys = {}, [], {}, {}
+    measured, prepared, runs, context, keys = {}, {}, [], {}, {}
     total = options.launches * len(options.nodes) * len(options.layouts)
     started = time.time()
     if busy_compilers():
@@ -604,17 +629,20 @@ def measure(options, algorithms):
             for layout in options.layouts:
                 print(f"[{len(runs) + 1}/{total}] launch {launch_number}: {options.ranks} ranks on {nodes} node(s), "
                       f"{layout}, {len(algorithms)} algorithms, {options.sizes} B per peer ...", end="", flush=True)
-                doc, seconds, cmd, env = run_bench(options, nodes, algorithms, layout)
+                doc, seconds, cmd, env = run_bench(options, nodes, algorithms, layout, calls=options.calls)
                 context = doc.get("context", {})
                 layout_key = node_layout_of(context, options.ranks, nodes)
                 key = (layout_key["ranks"], layout_key["nodes"], layout_key["ranks_per_node"])
                 keys[nodes] = key
-                measured.setdefault((key, layout), []).append(medians(doc))
+                blocking, persistent = split_calls(medians(doc))
+                measured.setdefault((key, layout), []).append(blocking)
+                if persistent:
+                    prepared.setdefault((key, layout), []).append(persistent)
                 print(f" {seconds:.1f} s (elapsed {time.time() - started:.1f} s)", flush=True)
                 runs.append({"launch": launch_number, "node_layout": layout_key, "layout": layout,
                              "seconds": round(seconds, 2), "compilers_running_after": busy_compilers(),
                              "command": " ".join(shlex.quote(c) for c in cmd), "environment": env})
-    return measured, context, runs, keys
+    return measured, prepared, context, runs, keys
 
 
 AGREEMENT_SIZES = "1:64"
@@ -676,16 +704,18 @@ def main(argv=None):
         algorithms = options.algorithms.split(",") if options.algorithms else registered_algorithms(options.bin, options.mpi)
         if "auto" in algorithms:
             raise ValueError("--algorithms: auto cannot be measured for its own table")
-        measured, context, runs, keys = measure(options, algorithms)
+        measured, prepared, context, runs, keys = measure(options, algorithms)
         agreements = measure_agreements(options, keys) if options.one_algorithm else {}
         entries = table_entries(measured, options.tolerance, options.one_algorithm, agreements)
+        entries += [{**e, "calls": "persistent"} for e in table_entries(prepared, options.tolerance)]
         meta = metadata(options, context, runs, algorithms, argv)
         meta["agreement_s"] = {f"{k[0]} ranks, {k[1]} nodes": round(s, 9) for k, s in agreements.items()}
         if options.mpich_json != "none":
             generic = options.generic or next((p for p in GENERIC_JSON if os.path.isfile(p)), None)
             if generic is None:
                 raise ValueError("no MPICH generic.json found: pass --generic, or --mpich-json none")
-            meta["mpich_selection"] = write_mpich_selection(options.mpich_json, generic, measured, entries,
+            blocking = [e for e in entries if e.get("calls") != "persistent"]
+            meta["mpich_selection"] = write_mpich_selection(options.mpich_json, generic, measured, blocking,
                                                             options.ranks, options.uniform)
         meta["wall_s"] = round(time.time() - started, 1)
         write_json(options.out, tuning_table(entries, layout_classes(options.layouts), meta))

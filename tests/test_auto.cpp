@@ -151,6 +151,31 @@ TEST(Auto, FollowsTheTableAndMatchesNative) {
   std::remove(path.c_str());
 }
 
+// A table with entries measured in the prepared forms: blocking calls never see them, prepared
+// calls take them and say so; a blocking entry and a persistent one may cover the same band.
+TEST(Auto, PreparedCallsFollowThePersistentEntries) {
+  const std::string path = write_table("persistent", entry("contiguous", "[0, null]", "pairwise") + "," +
+                                                         entry("contiguous", "[0, null]", "pack_alltoallv",
+                                                               "\"calls\": \"persistent\""));
+  test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+  Exchange call = uniform_exchange(50);
+  const std::vector<int> expect = call.native();
+  auto algorithm = make_alltoallw("auto");
+  EXPECT_EQ(call.run(*algorithm), expect);
+  EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pairwise")) << algorithm->last_path();
+  auto prepared = algorithm->prepare(call.args());
+  EXPECT_TRUE(starts_with(prepared->last_path(), "auto (persistent measurements) -> pack_alltoallv"))
+      << prepared->last_path();
+  for (int i = 0; i < 2; ++i) {
+    std::fill(call.received().begin(), call.received().end(), -1);
+    prepared->start();
+    EXPECT_EQ(call.received(), expect);
+  }
+  EXPECT_EQ(call.run(*algorithm), expect);  // the blocking decision is kept apart from the prepared one
+  EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pairwise")) << algorithm->last_path();
+  std::remove(path.c_str());
+}
+
 // Rank 0's own class is small (4 B per peer), every other rank's is large (its self block): the
 // table picks pairwise for small and pack_alltoallv for large, and every rank must run the SAME
 // one (the largest class, pack_alltoallv). Without the agreement this hangs or mixes paths.
@@ -299,6 +324,12 @@ TEST(Auto, BadTablesAreClearErrors) {
       {"band", write_table("band", entry("contiguous", "[10, 5]", "pairwise")), "max below min"},
       {"overlap", write_table("overlap", ok + "," + entry("contiguous", "[8, 9]", "native")), "overlap"},
       {"field", write_table("field", "{\"layout_class\": \"contiguous\"}"), "node_layout"},
+      {"calls", write_table("calls", entry("contiguous", "[0, null]", "pairwise", "\"calls\": \"sometimes\"")),
+       "\"calls\" must be"},
+      {"persistent overlap",
+       write_table("poverlap", entry("contiguous", "[0, null]", "pairwise", "\"calls\": \"persistent\"") + "," +
+                                   entry("contiguous", "[8, 9]", "native", "\"calls\": \"persistent\"")),
+       "two persistent entries"},
   };
   const std::string not_json = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_not_json.json";
   std::ofstream(not_json) << "{ not json";

@@ -31,26 +31,29 @@ def check_table(table, registered):
     for e in table["entries"]:
         check(e["algorithm"] in registered and e["algorithm"] != "auto", f"algorithm {e['algorithm']} registered")
         n = e["node_layout"]
-        groups.setdefault((n["nodes"], e["layout_class"]), []).append(e["bytes_per_peer"])
+        groups.setdefault((n["nodes"], e["layout_class"], e.get("calls", "blocking")), []).append(e["bytes_per_peer"])
     check({k[0] for k in groups} == {1, 2}, f"both node layouts in the table: {sorted(groups)}")
+    check({k[2] for k in groups} == {"blocking", "persistent"}, f"blocking and persistent entries: {sorted(groups)}")
     for key, bands in groups.items():
         check(bands[0][0] == 0 and bands[-1][1] is None, f"{key}: bands from 0 to unbounded: {bands}")
         for a, b in zip(bands, bands[1:]):
             check(a[1] + 1 == b[0], f"{key}: bands adjacent: {bands}")
 
 
-def auto_path(options, nodes, env):
-    """The path tb-bench reports for auto at 64 B per peer, contiguous."""
-    out = os.path.join(options.out, f"auto-{nodes}.json")
+def auto_path(options, nodes, env, calls="blocking"):
+    """The path tb-bench reports for auto at 64 B per peer, contiguous (the prepared form's with
+    calls="persistent")."""
+    out = os.path.join(options.out, f"auto-{nodes}-{calls}.json")
     spec = launch.tool_spec("tb-bench")
     program = launch.check_binary("tb-bench", options.mpi, os.path.join(options.build, "bin"))
-    args = ["--algorithms", "auto", "--layouts", "contiguous", "-m", "64", "-i", "3"] + launch.output_args(spec, out)
+    args = ["--algorithms", "auto", "--layouts", "contiguous", "-m", "64", "-i", "3", "--calls",
+            "persistent" if calls == "persistent" else "blocking"] + launch.output_args(spec, out)
     cmd, job_env = launch.command(spec, program, args, "intra" if nodes == 1 else "cliques", options.mpi, 2,
                                   argparse.Namespace(cliques=nodes, hosts=nodes, hostfile=None), env)
     status, _ = launch.run_command(cmd, job_env, watch=out, timeout=120, finalize_grace=5)
     check(status == 0 or launch.complete_json(out), f"tb-bench with {env} failed ({status})")
     with open(out) as f:
-        return json.load(f)["benchmarks"][0]["label"]
+        return json.load(f)["benchmarks"][-1]["label"]
 
 
 def main():
@@ -63,7 +66,8 @@ def main():
     os.makedirs(options.out, exist_ok=True)
     table_path = os.path.join(options.out, "tuning.json")
     status = tune.main(["--build", options.build, "--mpi", options.mpi, "-n", "2", "--nodes", "1,2", "-m", "1:256",
-                        "--layouts", "contiguous,vector64", "--min-time", "0.001", "-o", table_path])
+                        "--layouts", "contiguous,vector64", "--min-time", "0.001", "--calls", "blocking,persistent",
+                        "-o", table_path])
     check(status == 0, f"tune.py exited {status}")
     with open(table_path) as f:
         table = json.load(f)
@@ -73,12 +77,14 @@ def main():
     check(len(agreements) == 2 and all(s >= 0 for s in agreements.values()),
           f"auto's agreement priced at both node layouts: {agreements}")
     for nodes in (1, 2):
-        chosen = next(e["algorithm"] for e in table["entries"] if e["node_layout"]["nodes"] == nodes
-                      and e["layout_class"] == "contiguous" and (e["bytes_per_peer"][1] is None or e["bytes_per_peer"][1] >= 64)
-                      and e["bytes_per_peer"][0] <= 64)
-        path = auto_path(options, nodes, {"TB_TUNING_TABLE": table_path})
-        print(f"tune end-to-end: {nodes} node(s), 64 B contiguous: table {chosen}, tb-bench path {path!r}")
-        check(path.startswith(f"auto -> {chosen}"), f"auto follows the table on {nodes} node(s)")
+        for calls, prefix in (("blocking", "auto -> "), ("persistent", "auto (persistent measurements) -> ")):
+            chosen = next(e["algorithm"] for e in table["entries"] if e["node_layout"]["nodes"] == nodes
+                          and e.get("calls", "blocking") == calls and e["layout_class"] == "contiguous"
+                          and (e["bytes_per_peer"][1] is None or e["bytes_per_peer"][1] >= 64)
+                          and e["bytes_per_peer"][0] <= 64)
+            path = auto_path(options, nodes, {"TB_TUNING_TABLE": table_path}, calls)
+            print(f"tune end-to-end: {nodes} node(s), 64 B contiguous, {calls}: table {chosen}, tb-bench path {path!r}")
+            check(path.startswith(prefix + chosen), f"auto follows the table's {calls} entries on {nodes} node(s)")
     path = auto_path(options, 1, {"TB_TUNING_TABLE": ""})
     check(path == "auto (built-in rule) -> native", f"no table: {path!r}")
     bad = os.path.join(options.out, "bad.json")

@@ -241,13 +241,16 @@ CallClass AutoState::agree(const CallClass& mine, MPI_Comm comm, AutoAgreement h
 }
 
 // The decision for an (agreed) class: the table's entry, else the built-in rule with its reason.
-AutoAlltoallw::Decision decide(const AutoState& state, const TuningTable* table, const CallClass& call) {
+// A prepared call takes the table's persistent entries where it has them at this node layout.
+AutoAlltoallw::Decision decide(const AutoState& state, const TuningTable* table, const CallClass& call,
+                               bool prepared) {
   if (!table) return {builtin_choice(state.layout, call), "built-in rule"};
   if (!state.has_layout)
     return {builtin_choice(state.layout, call), "built-in rule: the table has no entry for " + describe(state.layout)};
-  const TuningEntry* entry = table->find(state.layout, call);
+  const bool persistent = prepared && table->has(state.layout, true);
+  const TuningEntry* entry = table->find(state.layout, call, persistent);
   const std::string chosen = resolve(*entry);
-  if (!chosen.empty()) return {chosen, ""};
+  if (!chosen.empty()) return {chosen, persistent ? "persistent measurements" : ""};
   return {builtin_choice(state.layout, call),
           "built-in rule: the table's " + entry->algorithms.front() + " is not in this build"};
 }
@@ -272,7 +275,7 @@ void verify_same_choice(const std::string& mine, MPI_Comm comm) {
 std::int64_t shared_memory_agreements() { return g_shared_memory_agreements; }
 
 // The decision for this call, reusing a recent one with the same communicator, table and class.
-AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const AlltoallwComm& comm) {
+AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const AlltoallwComm& comm, bool prepared) {
   const std::string& path = settings().tuning_table.get();
   if (path != table_path_) {  // the reader's cache takes a lock and a map lookup: not per call
     table_ = path.empty() ? nullptr : tuning_table(path);
@@ -286,7 +289,8 @@ AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const Al
   const bool assume = agreement == AutoAgreement::assume_same;
   if (comm.size > 1 && state.depends && !assume) call = state.agree(call, args.comm, agreement);
   for (Recent& r : recent_)
-    if (r.comm_serial == state.serial && r.table == table && r.call == call && r.assumed == assume) {
+    if (r.comm_serial == state.serial && r.table == table && r.call == call && r.assumed == assume &&
+        r.prepared == prepared) {
       if (assume && state.depends && settings().checked.get()) verify_same_choice(r.decision.algorithm, args.comm);
       return r;
     }
@@ -295,7 +299,8 @@ AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const Al
   r.table = table;
   r.call = call;
   r.assumed = assume;
-  r.decision = decide(state, table, call);
+  r.prepared = prepared;
+  r.decision = decide(state, table, call, prepared);
   if (assume && state.depends && comm.size > 1) {
     if (settings().checked.get()) verify_same_choice(r.decision.algorithm, args.comm);
     r.decision.how = r.decision.how.empty() ? "assume-same" : r.decision.how + "; assume-same";
@@ -315,7 +320,7 @@ AlltoallwAlgorithm& AutoAlltoallw::instance(const std::string& name) {
 }
 
 void AutoAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) {
-  Recent& chosen = choose(args, comm);
+  Recent& chosen = choose(args, comm, false);
   set_path(chosen.path);  // names the chosen algorithm should it fail
   exchange_with(*chosen.algorithm, args, comm);
   if (chosen.algorithm->last_path() != chosen.inner_path) {
@@ -329,7 +334,7 @@ void AutoAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm& com
 // once more (one MPI_Allgather of the sizes, at prepare only) and sets up its own prepared form.
 std::unique_ptr<PreparedExchange> AutoAlltoallw::prepare_exchange(const AlltoallwArgs& args,
                                                                   const AlltoallwComm& comm) {
-  const Decision decision = choose(args, comm).decision;
+  const Decision decision = choose(args, comm, true).decision;
   auto algorithm = make_alltoallw(decision.algorithm);
   auto prepared = algorithm->prepare(args);
   return std::make_unique<PreparedAuto>(std::move(algorithm), std::move(prepared), decision.prefix());

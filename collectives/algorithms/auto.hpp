@@ -42,7 +42,10 @@
 // text and algorithm instance are reused.
 //
 // Prepared (persistent) calls classify and agree once, at prepare; the chosen algorithm's own
-// prepared form then runs every start, and the path says "auto -> <its prepared path>".
+// prepared form then runs every start, and the path says "auto -> <its prepared path>". Where the
+// table has entries measured in the prepared forms ("calls": "persistent", tune.py --calls
+// blocking,persistent) at this node layout, a prepared call looks those up, and the path says
+// "auto (persistent measurements) -> ...".
 // auto never chooses itself, and skips a table's choice this build lacks (ucx_zcopy without
 // UCX) for the entry's next alternative. Wins: wherever the measured winner changes with size,
 // layout or node layout; costs the agreement on small calls.
@@ -83,12 +86,13 @@ class AutoAlltoallw final : public AlltoallwAlgorithm {
     std::uint64_t comm_serial = 0;
     const TuningTable* table = nullptr;
     CallClass call;
-    bool assumed = false;  // TB_AUTO_AGREEMENT=assume-same
+    bool assumed = false;   // TB_AUTO_AGREEMENT=assume-same
+    bool prepared = false;  // for a prepared call (the table's persistent entries first)
     Decision decision;
     AlltoallwAlgorithm* algorithm = nullptr;
     std::string inner_path, path;
   };
-  Recent& choose(const AlltoallwArgs& args, const AlltoallwComm& comm);
+  Recent& choose(const AlltoallwArgs& args, const AlltoallwComm& comm, bool prepared);
   AlltoallwAlgorithm& instance(const std::string& name);
 
   std::string table_path_;                       // TB_TUNING_TABLE as last read ("" = none)
