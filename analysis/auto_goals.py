@@ -14,6 +14,8 @@ Per run (one MPI library, one node layout) and per point (layout, bytes per peer
                      blocking, in the same run: what auto's own work costs, apart from whether
                      the table chose well
   persistent / blocking, per algorithm
+  prepared auto      auto's persistent (prepared) form over the fastest other algorithm's
+                     persistent form
   node_leader:persistent / native at 1 B - 4 KiB per peer
 and the summary the goals are stated in: the share of points where auto is within 1.10x of the
 fastest, its worst ratio, its worst ratio to native, and the algorithms whose persistent form is
@@ -103,6 +105,9 @@ def point_ratios(times, choices=None):
             base = algorithm[:-len(SUFFIX)] if algorithm.endswith(SUFFIX) else None
             if base in blocking:
                 row["persistent"][base] = paired(t, [blocking[base]])
+        prepared_others = [t for a, t in by_algorithm.items() if a.endswith(SUFFIX) and a != "auto" + SUFFIX]
+        if "auto" + SUFFIX in by_algorithm and prepared_others:
+            row["prepared_auto_fastest"] = paired(by_algorithm["auto" + SUFFIX], prepared_others)
         if "node_leader" + SUFFIX in by_algorithm and "native" in blocking and size <= 4096:
             row["leader_persistent_native"] = paired(by_algorithm["node_leader" + SUFFIX], [blocking["native"]])
         rows.append(row)
@@ -115,6 +120,7 @@ def summary(rows):
     to_native = [r["auto_native"] for r in rows if "auto_native" in r]
     to_chosen = [r["auto_chosen"] for r in rows if "auto_chosen" in r]
     leader = [r["leader_persistent_native"] for r in rows if "leader_persistent_native" in r]
+    prepared = [r["prepared_auto_fastest"] for r in rows if "prepared_auto_fastest" in r]
     slower = {}
     for r in rows:
         for algorithm, ratio in r["persistent"].items():
@@ -131,6 +137,9 @@ def summary(rows):
         "auto_chosen_median": sorted(to_chosen)[len(to_chosen) // 2] if to_chosen else None,
         "auto_chosen_worst": max(to_chosen) if to_chosen else None,
         "leader_persistent_native_worst": max(leader) if leader else None,
+        "prepared_auto_points": len(prepared),
+        "prepared_auto_within_1.10": sum(1 for x in prepared if x <= 1.10),
+        "prepared_auto_worst": max(prepared) if prepared else None,
         "persistent_slower": slower,
     }
 
@@ -163,6 +172,8 @@ def report(path):
     print("auto / the algorithm it ran, in this run: within 1.10x at {} of {} points; median {}; worst {}".format(
         s["auto_chosen_within_1.10"], s["auto_chosen_points"], fmt(s["auto_chosen_median"]),
         fmt(s["auto_chosen_worst"])))
+    print("prepared auto / the fastest other prepared form: within 1.10x at {} of {} points; worst {}".format(
+        s["prepared_auto_within_1.10"], s["prepared_auto_points"], fmt(s["prepared_auto_worst"])))
     print("node_leader persistent / native at 1 B - 4 KiB: worst {}".format(fmt(s["leader_persistent_native_worst"])))
     for algorithm, points in sorted(s["persistent_slower"].items()):
         worst = max(points, key=lambda p: p[2])

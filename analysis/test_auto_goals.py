@@ -62,6 +62,14 @@ class Passes(unittest.TestCase):
         row, = point_ratios(times)
         self.assertAlmostEqual(row["auto_fastest"], 1.0)            # per pass 1.0, 2.0, 1.0
 
+    def test_the_prepared_auto_is_held_to_the_fastest_prepared_form(self):
+        times = {("contiguous", 64): {"auto": 1.0, "native": 1.0, "auto:persistent": 1.2,
+                                      "native:persistent": 2.0, "pairwise:persistent": 1.0}}
+        row, = point_ratios(times)
+        self.assertAlmostEqual(row["prepared_auto_fastest"], 1.2)   # pairwise's prepared form, not auto's own
+        s = summary([row])
+        self.assertEqual((s["prepared_auto_points"], s["prepared_auto_within_1.10"]), (1, 0))
+
     def test_load_passes_orders_the_passes_and_skips_aggregates(self):
         rows = [{"name": f"alltoallw/contiguous/auto/8/pass:{k}/manual_time", "run_type": "iteration",
                  "real_time": t, "time_unit": "us", "label": "auto -> native"} for k, t in ((2, 5.0), (1, 3.0))]

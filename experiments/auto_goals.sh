@@ -12,6 +12,8 @@
 #     -a  TB_AUTO_AGREEMENT for the tb-bench runs: each-call (default), each-call-allreduce or
 #         assume-same (tb-bench's calls pass the same counts and types on every rank, so the
 #         assertion holds)
+#     -p  tune the prepared forms too (tune.py --calls blocking,persistent: the table's persistent
+#         entries, which auto's prepared calls follow; doubles the tuning time)
 #     -q  quick: 1 to 64 B per peer, short timing (a smoke run)
 # The tables are tuned in 3 separate launches of 3 interleaved passes of 10 ms per point: per point
 # the algorithm whose worst ratio to the launch's fastest is smallest wins (an algorithm that is
@@ -26,13 +28,15 @@ min_time=0.005
 passes=5
 tune_min_time=0.01
 agreement=each-call
-while getopts "o:m:a:q" opt; do
+calls=blocking
+while getopts "o:m:a:pq" opt; do
   case $opt in
     o) out=$OPTARG ;;
     m) sizes=$OPTARG ;;
     a) agreement=$OPTARG ;;
+    p) calls=blocking,persistent ;;
     q) sizes=1:64; min_time=0.001; tune_min_time=0.001; passes=2 ;;
-    *) echo "usage: $0 [-o DIR] [-m SIZES] [-a each-call|each-call-allreduce|assume-same] [-q]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-o DIR] [-m SIZES] [-a each-call|each-call-allreduce|assume-same] [-p] [-q]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out"
@@ -43,7 +47,7 @@ for mpi in mpich openmpi; do
   selection=none  # the patched MPICH's selection JSON, from the MPICH build's table
   [ "$mpi" = mpich ] && selection=$out/mpich-selection.json
   /usr/bin/python3 experiments/tune.py --build "build/$mpi" -m "$sizes" --min-time "$tune_min_time" \
-    --launches 3 --repetitions 3 --tolerance 0.1 -o "$out/$mpi-tuning.json" --mpich-json "$selection"
+    --launches 3 --repetitions 3 --tolerance 0.1 --calls "$calls" -o "$out/$mpi-tuning.json" --mpich-json "$selection"
   for mode in intra cliques; do
     echo "auto_goals: $mpi $mode: every algorithm, blocking and persistent" >&2
     /usr/bin/python3 experiments/launch.py --mpi "$mpi" --mode "$mode" -n 2 \
