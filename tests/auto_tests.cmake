@@ -3,11 +3,13 @@
 #
 #   test_auto.np*             the built-in rule, a table's choice followed (results equal native's),
 #                             one algorithm per call when ranks' own classes differ, bad tables,
-#                             the prepared form
+#                             the prepared form and the table's persistent entries, the agreement
+#                             through shared memory (NodeMax against MPI_Allreduce)
 #   test_auto.two_nodes.np*   the same on two virtual nodes (another node layout, so other keys)
 #   auto.tune.unit            the tuner's table and MPICH-selection writers (experiments/test_tune.py)
 #   auto.tune.end-to-end      experiments/tune.py at a tiny size on this build, then tb-bench with
-#                             TB_TUNING_TABLE: auto's path names the table's choice
+#                             TB_TUNING_TABLE: auto's path (blocking and prepared) names the
+#                             table's choice (blocking and persistent entries); the agreement priced
 add_executable(test_auto test_auto.cpp)
 target_link_libraries(test_auto PRIVATE tb_collectives tb_mpi_gtest_main)
 tb_add_mpi_test(test_auto RANKS 1 2 3 4 TIMEOUT 300)
