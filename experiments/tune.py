@@ -173,16 +173,23 @@ def run_bench(options, nodes, algorithms, layout, sizes=None, env=None, calls="b
             return json.load(f), seconds, cmd, env
 
 
-def medians(doc):
-    """{(algorithm, bytes per peer): median seconds} of tb-bench's passes or repetitions (its
-    iteration rows)."""
-    times = {}
+def timed_rows(doc):
+    """tb-bench's iteration rows (aggregates and failed runs left out) as (algorithm, bytes per peer,
+    pass name or "", seconds); names are alltoallw/<layout>/<algorithm>/<bytes>[/pass:K]/manual_time."""
     for b in doc["benchmarks"]:
         if b.get("run_type") == "aggregate" or b.get("error_occurred"):
             continue
         parts = b.get("run_name", b["name"]).split("/")
         unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-        times.setdefault((parts[2], int(parts[3])), []).append(b["real_time"] * unit)
+        yield parts[2], int(parts[3]), parts[4] if len(parts) > 5 else "", b["real_time"] * unit
+
+
+def medians(doc):
+    """{(algorithm, bytes per peer): median seconds} of tb-bench's passes or repetitions (its
+    iteration rows)."""
+    times = {}
+    for algorithm, size, _, seconds in timed_rows(doc):
+        times.setdefault((algorithm, size), []).append(seconds)
     return {key: median(values) for key, values in times.items()}
 
 
@@ -662,12 +669,8 @@ def agreement_cost(doc):
     """Seconds auto's agreement adds per call: per size the median over passes of auto - pairwise
     (the pass's two runs paired), then the median over sizes."""
     runs = {}
-    for b in doc["benchmarks"]:
-        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
-            continue
-        parts = b.get("run_name", b["name"]).split("/")
-        unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-        runs.setdefault((int(parts[3]), parts[4] if len(parts) > 5 else ""), {})[parts[2]] = b["real_time"] * unit
+    for algorithm, size, pass_name, seconds in timed_rows(doc):
+        runs.setdefault((size, pass_name), {})[algorithm] = seconds
     by_size = {}
     for (size, _), pair in runs.items():
         if "auto" in pair and "pairwise" in pair:
