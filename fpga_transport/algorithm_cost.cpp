@@ -17,6 +17,7 @@ Phase empty_phase(const std::string& name, int ranks) {
   p.local_blocks.assign(static_cast<std::size_t>(ranks), 0.0);
   p.library_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
   p.library_blocks.assign(static_cast<std::size_t>(ranks), 0.0);
+  p.self_messages.assign(static_cast<std::size_t>(ranks), SelfMessage{});
   return p;
 }
 
@@ -45,10 +46,20 @@ void self_copies(Phase& p, const CommPattern& pat) {
   }
 }
 
+// Every rank's self part as a message to itself, in the library (native's MPI_Alltoallw; the
+// packed self part of local_remap's MPI_Alltoall(v): contiguous, `packed`).
+void self_messages(Phase& p, const CommPattern& pat, bool packed) {
+  for (int r = 0; r < pat.ranks(); ++r) {
+    const auto& t = pat.at(r, r);
+    if (t.bytes > 0)
+      p.self_messages[r] = {static_cast<double>(t.bytes), packed ? 1.0 : static_cast<double>(t.send_blocks),
+                            packed ? 1.0 : static_cast<double>(t.recv_blocks)};
+  }
+}
+
 std::vector<Phase> native_schedule(const CommPattern& pat, const ScheduleOptions&) {
   const int n = pat.ranks();
   Phase p = empty_phase("all messages at once", n);
-  p.testbed_copies = false;  // the library copies the self part too
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) {
       const auto& t = pat.at(s, d);
@@ -56,7 +67,7 @@ std::vector<Phase> native_schedule(const CommPattern& pat, const ScheduleOptions
       p.messages.push_back({s, d, static_cast<double>(t.bytes)});
       library_pack(p, s, d, t);
     }
-  self_copies(p, pat);
+  self_messages(p, pat, false);
   return {std::move(p)};
 }
 
@@ -97,6 +108,12 @@ std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const S
       if (s != d) send.messages.push_back({s, d, static_cast<double>(t.bytes)});
     }
   return {std::move(pack), std::move(send), std::move(unpack)};
+}
+
+std::vector<Phase> local_remap_schedule(const CommPattern& pat, const ScheduleOptions& opt) {
+  auto phases = pack_exchange_unpack_schedule(pat, opt);
+  self_messages(phases[1], pat, true);
+  return phases;
 }
 
 // Per communicator (a redistribution's sub-communicators run their calls at once): its ranks on
@@ -165,7 +182,7 @@ const std::map<std::string, ScheduleFunction, std::less<>>& schedule_table() {
       {"native", &native_schedule},
       {"pairwise", &pairwise_schedule},
       {"pack_alltoallv", &pack_exchange_unpack_schedule},
-      {"local_remap", &pack_exchange_unpack_schedule},
+      {"local_remap", &local_remap_schedule},
       {"node_leader", &node_leader_schedule},
       {"ucx_zcopy", &ucx_zcopy_schedule},
   };
@@ -208,13 +225,34 @@ std::vector<Phase> schedule(const std::string& algorithm, const CommPattern& pat
   throw std::invalid_argument("no cost model for algorithm '" + algorithm + "' (modelled: " + names + ")");
 }
 
+namespace {
+
+SelfMessage self_message_of(const Phase& p, std::size_t rank) {
+  return rank < p.self_messages.size() ? p.self_messages[rank] : SelfMessage{};
+}
+
+// One rank's message to itself (see SelfMessage).
+double self_message_s(const SelfMessage& m, const Network& network, const MemoryModel& library,
+                      const MemoryModel& memory, double working_set) {
+  if (m.bytes <= 0) return 0.0;
+  const MeasuredCurve* measured = network.self_messages();
+  if (!measured) return memory.copy_time_s(m.bytes, std::max(m.send_blocks, m.recv_blocks), working_set);
+  double s = measured->time_s(m.bytes);
+  if (m.send_blocks > 1) s += library.copy_time_s(m.bytes, m.send_blocks, working_set);
+  if (m.recv_blocks > 1) s += library.copy_time_s(m.bytes, m.recv_blocks, working_set);
+  return s;
+}
+
+}  // namespace
+
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory) {
   Cost c;
   // Each rank's working set: every byte it copies or packs during the call.
   std::vector<double> working_set;
   for (const Phase& p : phases) {
     working_set.resize(std::max(working_set.size(), p.local_bytes.size()), 0.0);
-    for (std::size_t r = 0; r < p.local_bytes.size(); ++r) working_set[r] += p.local_bytes[r] + p.library_bytes[r];
+    for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
+      working_set[r] += p.local_bytes[r] + p.library_bytes[r] + self_message_of(p, r).bytes;
   }
   for (const Phase& p : phases) {
     if (static_cast<int>(p.local_bytes.size()) > network.ranks())
@@ -224,8 +262,9 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     double local = 0.0;
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
       local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r],
-                                                 p.testbed_copies && p.local_bytes[r] >= memory.streaming_from_bytes) +
-                                  library.copy_time_s(p.library_bytes[r], p.library_blocks[r], working_set[r]));
+                                                 p.local_bytes[r] >= memory.streaming_from_bytes) +
+                                  library.copy_time_s(p.library_bytes[r], p.library_blocks[r], working_set[r]) +
+                                  self_message_s(self_message_of(p, r), network, library, memory, working_set[r]));
     const double comm = network.phase_time_s(p.messages);
     c.local_s += local;
     c.communication_s += comm;

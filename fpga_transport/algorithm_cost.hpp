@@ -10,14 +10,15 @@
 // none); the schedules follow the implementations in collectives/algorithms/:
 //   native          one phase, every message at once (MPICH and Open MPI post all isend/irecv);
 //                   a non-contiguous side is packed or unpacked by the library (MPICH's ch4:ucx
-//                   packs every non-contiguous datatype), the self part is one copy.
+//                   packs every non-contiguous datatype), the self part is a message to itself.
 //   pairwise        per communicator of P ranks, P-1 phases, step k: rank r sends to r+k,
 //                   receives from r-k; the library packs per message as native does; the self
 //                   copy in a phase of its own. A redistribution's sub-communicators
 //                   (CommPattern::communicators) step together.
 //   pack_alltoallv  pack everything, one phase of contiguous messages, unpack everything.
-//   local_remap     the redistribution baseline (pack, MPI_Alltoall(v), unpack): the same
-//                   schedule as pack_alltoallv in this model.
+//   local_remap     the redistribution baseline (pack, MPI_Alltoall(v), unpack): the schedule
+//                   of pack_alltoallv, except that its self part, packed with the rest, is also
+//                   a message to itself inside MPI_Alltoall(v) (pack_alltoallv copies it once).
 //   node_leader     with R ranks per node: every rank packs its off-node data into the node's
 //                   staging; the leaders exchange ONE aggregated message per node pair; receivers
 //                   unpack. Per communicator: sub-communicators aggregate each on its own, with
@@ -39,14 +40,20 @@
 
 namespace tb::fpga {
 
+// A message from a rank to itself, which the MPI library copies on its own path: on the network's
+// measured self-message time where it has one (plus the library's packing of a non-contiguous
+// side, as for any message), else as one plain copy of its bytes in max(send, receive) blocks.
+struct SelfMessage {
+  double bytes = 0.0, send_blocks = 1.0, recv_blocks = 1.0;
+};
+
 struct Phase {
   std::string name;
   std::vector<Message> messages;
-  std::vector<double> local_bytes, local_blocks;      // per rank: plain copies (the self part, ...)
+  // per rank: the testbed's plain copies (its packer: large ones take streaming stores)
+  std::vector<double> local_bytes, local_blocks;
   std::vector<double> library_bytes, library_blocks;  // per rank: the MPI library's datatype engine
-  // The testbed's packer makes the plain copies, so large ones take streaming stores; false where
-  // the MPI library copies (native's self part).
-  bool testbed_copies = true;
+  std::vector<SelfMessage> self_messages;  // per rank: its message to itself (empty: none in the phase)
 };
 
 struct ScheduleOptions {
@@ -82,8 +89,8 @@ struct Cost {
   std::int64_t messages = 0;  // network messages (self excluded)
 };
 
-// Local work: plain copies on `memory`, with streaming stores where the testbed's packer makes
-// them and a rank copies memory.streaming_from_bytes or more in the phase; the
+// Local work: plain copies on `memory`, with streaming stores where a rank copies
+// memory.streaming_from_bytes or more in the phase; the
 // library's packing on the network's library model when it has one (a calibrated host measures
 // MPI_Pack), else on `memory` too.
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory);

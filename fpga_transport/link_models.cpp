@@ -125,21 +125,31 @@ void from_json(const nlohmann::json& j, Hockney& m) {
 void to_json(nlohmann::json& j, const HostMessage& m) {
   j = m.fit;
   if (m.is_measured()) j["message_seconds_by_bytes"] = m.measured;
+  if (!m.self_measured.empty()) j["self_message_seconds_by_bytes"] = m.self_measured;
 }
+namespace {
+// An optional curve under `key`: its errors name the key; present, it must have points.
+void read_curve(const nlohmann::json& j, const char* key, MeasuredCurve& curve) {
+  if (!j.contains(key)) return;
+  try {
+    j.at(key).get_to(curve);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("key '") + key + "': " + e.what());
+  }
+  if (curve.empty()) throw std::invalid_argument(std::string("key '") + key + "': no points (leave the key out instead)");
+}
+}  // namespace
 // The Hockney keys as Hockney reads them; the curve under its own key, its errors naming it.
 void from_json(const nlohmann::json& j, HostMessage& m) {
-  check_keys(j, "", {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes"});
+  check_keys(j, "",
+             {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes",
+              "self_message_seconds_by_bytes"});
   nlohmann::json fit = j;
   fit.erase("message_seconds_by_bytes");
+  fit.erase("self_message_seconds_by_bytes");
   fit.get_to(m.fit);
-  if (!j.contains("message_seconds_by_bytes")) return;
-  try {
-    j.at("message_seconds_by_bytes").get_to(m.measured);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("key 'message_seconds_by_bytes': ") + e.what());
-  }
-  if (m.measured.empty())
-    throw std::invalid_argument("key 'message_seconds_by_bytes': no points (leave the key out instead)");
+  read_curve(j, "message_seconds_by_bytes", m.measured);
+  read_curve(j, "self_message_seconds_by_bytes", m.self_measured);
 }
 void to_json(nlohmann::json& j, const MeasuredCurve& m) { j = m.seconds_by_bytes; }
 void from_json(const nlohmann::json& j, MeasuredCurve& m) {

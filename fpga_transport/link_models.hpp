@@ -73,9 +73,13 @@ struct MeasuredCurve {
 // between measured sizes, the first size's time below it, and beyond the largest size the last
 // measured time plus the fit's beta per further byte (the curve's own last segment is one
 // noisy pair of points; the fit spans every size). Empty: the Hockney fit alone.
+// `self_measured` is the measured time of a message from a rank to itself (every rank sending
+// one to itself at once: tb-beff's self exchanges), which the library copies on its own path;
+// empty: no such measurement (the model then prices that copy as a plain memory copy).
 struct HostMessage {
   Hockney fit;
   MeasuredCurve measured;
+  MeasuredCurve self_measured;
   bool is_measured() const { return !measured.empty(); }
   double message_time_s(double bytes) const;
 };

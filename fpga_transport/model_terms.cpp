@@ -14,6 +14,11 @@ const std::vector<ModelTerm>& switchable_terms() {
        "host: each message at its measured time m(L) (linear between measured sizes, the fit's beta beyond the "
        "largest); a rank's sent and its received messages one after another, the larger of the two",
        "tb-beff --fit-out, key 'host.message_seconds_by_bytes': each size's exchange median_s / 2"},
+      {"self_messages",
+       "host: a rank's message to itself inside the MPI library (native's own block, local_remap's self part) at its "
+       "measured time s(L), plus the library's packing of a non-contiguous side",
+       "tb-beff --fit-out, key 'host.self_message_seconds_by_bytes': each size's self exchange median_s (every rank "
+       "sends itself one message at once)"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -31,6 +36,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_library();
   } else if (term == "measured_messages") {
     for (Network& n : networks) n.drop_measured_messages();
+  } else if (term == "self_messages") {
+    for (Network& n : networks) n.drop_self_messages();
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
   } else if (term == "local_work") {

@@ -8,6 +8,9 @@
 //                     tb-beff, instead of the testbed's memory model
 //   measured_messages host: one message's time from tb-beff's measured exchange medians by size
 //                     (HostMessage), instead of the Hockney fit of the same exchanges
+//   self_messages     host: a rank's message to itself inside the library (native's own block,
+//                     local_remap's packed self part) at tb-beff's measured self-exchange time,
+//                     instead of one plain copy
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

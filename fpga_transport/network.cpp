@@ -398,6 +398,10 @@ std::string Network::describe() const {
         s << "host Hockney, alpha " << host_.fit.alpha_s * 1e6 << " us, " << host_.fit.bandwidth_bytes_per_s() / 1e9
           << " GB/s";
       }
+      if (!host_.self_measured.empty())
+        s << "; measured self messages (tb-beff self exchange medians, " << host_.self_measured.seconds_by_bytes.size()
+          << " sizes): " << host_.self_measured.time_s(1) * 1e6 << " us at 1 B, "
+          << host_.self_measured.time_s(1 << 20) * 1e6 << " us at 1 MiB";
       if (has_library_)
         s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
           << " ns per block";

@@ -87,6 +87,11 @@ class Network {
   void drop_node_contention() { pcie_.node_contention = {}; }
   void drop_measured_messages() { host_.measured = {}; }  // the host's Hockney fit instead
   void drop_library() { has_library_ = false; }
+  void drop_self_messages() { host_.self_measured = {}; }  // a self message then costs a plain copy
+  // The measured time of a rank's message to itself (host with tb-beff's self exchanges), or null.
+  const MeasuredCurve* self_messages() const {
+    return kind_ == NetworkKind::host && !host_.self_measured.empty() ? &host_.self_measured : nullptr;
+  }
   // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 

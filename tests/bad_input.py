@@ -63,6 +63,8 @@ FILES = {
     "net-host-missing.json": {"name": "n", "kind": "host"},
     "net-host-curve-unsorted.json": {"name": "n", "kind": "host", "host": {
         "alpha_s": 1e-6, "beta_s_per_byte": 1e-10, "message_seconds_by_bytes": [[2048, 3e-6], [1024, 2e-6]]}},
+    "net-host-self-curve-negative.json": {"name": "n", "kind": "host", "host": {
+        "alpha_s": 1e-6, "beta_s_per_byte": 1e-10, "self_message_seconds_by_bytes": [[1, -2e-6]]}},
     "net-array.json": [1, 2, 3],
     "net-cluster-torus.json": {"name": "n", "kind": "cluster", "cluster": {
         "topology": "TORUS", "nodes": 4, "cores_per_node": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 1e-6,
@@ -252,6 +254,9 @@ CASES = [
       r"network file .*: .*kind host needs the key 'host'"),
     C("tb-model.network-host-curve-unsorted", "tb-model", ["--network", "{tmp}/net-host-curve-unsorted.json"],
       r"network file .*: in 'host': key 'message_seconds_by_bytes': measured curve: bytes must increase strictly"),
+    C("tb-model.network-host-self-curve-negative", "tb-model", ["--network", "{tmp}/net-host-self-curve-negative.json"],
+      r"network file .*: in 'host': key 'self_message_seconds_by_bytes': measured curve: point 0 needs bytes > 0 and "
+      r"seconds >= 0"),
     C("tb-model.network-cluster-topology", "tb-model", ["--network", "{tmp}/net-cluster-torus.json"],
       r"network file .*: in 'cluster': cluster: topology must be FLAT or DRAGONFLY, got 'TORUS'"),
     C("tb-model.network-cluster-section-missing", "tb-model", ["--network", "{tmp}/net-cluster-no-section.json"],

@@ -2,7 +2,9 @@
 # tb-beff --fit-out end to end: the host network it writes holds the measured message curve
 # (host.message_seconds_by_bytes) with one point per measured size, each the size's exchange
 # median_s / 2 from the same run's --json; tb-model then names the measured messages in its
-# header, and the Hockney fit with --without measured_messages.
+# header, and the Hockney fit with --without measured_messages. The same file holds the measured
+# self messages (host.self_message_seconds_by_bytes), one positive time per measured size, which
+# tb-model names too, and not with --without self_messages.
 #   run_beff_fit_out.sh OUT_DIR TB_MODEL MEMORY_JSON MPIEXEC [mpiexec args...] TB_BEFF [tb-beff args...]
 set -euo pipefail
 out=$1 model=$2 memory=$3
@@ -20,9 +22,20 @@ for (b, s), r in zip(curve, rows):
     if abs(s - r["median_s"] / 2) > 1e-12 * max(1.0, s):
         sys.exit(f"run_beff_fit_out: FAILED: at {b} B the curve has {s} s, the exchange median / 2 is {r['median_s'] / 2}")
 print(f"run_beff_fit_out: host.message_seconds_by_bytes has {len(curve)} points, one per measured size")
+self_curve = json.load(open(sys.argv[2]))["host"]["self_message_seconds_by_bytes"]
+if [b for b, _ in self_curve] != [r["bytes"] for r in rows] or not all(s > 0 for _, s in self_curve):
+    sys.exit(f"run_beff_fit_out: FAILED: the self-message curve {self_curve} is not one positive time per measured size")
+print(f"run_beff_fit_out: host.self_message_seconds_by_bytes has {len(self_curve)} points")
 EOF
 "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
   grep -E "host measured messages \(tb-beff exchange medians / 2, [0-9]+ sizes\)"
 "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" \
   --without measured_messages | grep -E "host Hockney, alpha"
+"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
+  grep -E "measured self messages \(tb-beff self exchange medians, [0-9]+ sizes\)"
+if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without self_messages |
+  grep -q "measured self messages"; then
+  echo "run_beff_fit_out: FAILED: --without self_messages still names the self messages"
+  exit 1
+fi
 echo "run_beff_fit_out: ok"

@@ -249,7 +249,7 @@ TEST(CostTerms, StreamingStoresForLargeTestbedCopies) {
   MemoryModel m = plain_memory(10e9, 0.0);
   m.streaming_bandwidth_by_bytes = {{1, 20e9}};
   const Network host = host_network(1);
-  const Phase large{"large", {}, {8 << 20}, {1}, {0}, {0}, true};
+  const Phase large{"large", {}, {8 << 20}, {1}, {0}, {0}, {}};
   EXPECT_NEAR(cost({large}, host, m).local_s, (8 << 20) / 20e9, 1e-15);
   std::vector<Network> none;
   switch_off("streaming_stores", none, m);
@@ -264,7 +264,7 @@ TEST(CostTerms, LibraryEngineForTheLibrarysPacking) {
                                {"library", {{"copy_bandwidth_bytes_per_s", 2e9}, {"per_block_s", 0.0}}}};
   std::vector<Network> nets{Network::from_json(spec, 1)};
   MemoryModel m = plain_memory(10e9, 0.0);
-  const Phase packed{"library", {}, {0}, {0}, {2e6}, {1}, true};
+  const Phase packed{"library", {}, {0}, {0}, {2e6}, {1}, {}};
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 1e-3, 1e-15);
   switch_off("library_engine", nets, m);
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 0.2e-3, 1e-15);
@@ -284,15 +284,56 @@ TEST(CostTerms, PhasesAddEachAtItsSlowestRank) {
 }
 
 // native: one phase, both messages; the library packs rank 0's 4-block send (100 B, 4 blocks);
-// the self parts are copies (50 B each) the library makes, so never streaming stores.
+// the self parts (50 B each) are messages to itself inside the library, not the testbed's copies.
 TEST(CostTerms, NativeScheduleOnePhaseLibraryPacks) {
   const auto p = schedule("native", two_rank_pattern(), {});
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].messages.size(), 2u);
   EXPECT_EQ(p[0].library_bytes, (std::vector<double>{100, 0}));
   EXPECT_EQ(p[0].library_blocks, (std::vector<double>{4, 0}));
-  EXPECT_EQ(p[0].local_bytes, (std::vector<double>{50, 50}));
-  EXPECT_FALSE(p[0].testbed_copies);
+  EXPECT_EQ(p[0].local_bytes, (std::vector<double>{0, 0}));
+  ASSERT_EQ(p[0].self_messages.size(), 2u);
+  EXPECT_EQ(p[0].self_messages[0].bytes, 50);
+  EXPECT_EQ(p[0].self_messages[1].bytes, 50);
+}
+
+// Self messages. A host network measured at 2 us for a 10 B and 3 us for a 1010 B self message:
+// native's 50 B self part costs 2.04 us (linear), local_remap's contiguous one too; rank 0's
+// 50 B in 4 send blocks adds the library's packing (50 B at 1 GB/s + 4 x 10 ns = 90 ns). With
+// the term off (or on a network without the curve) the self part is one plain copy of 50 B on
+// memory of 1 GB/s and 10 ns per block: 50 ns + 40 ns for rank 0's 4 blocks.
+TEST(CostTerms, SelfMessagesAtTheirMeasuredTime) {
+  nlohmann::json spec = {{"kind", "host"},
+                         {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}, {"self_message_seconds_by_bytes", {{10, 2e-6}, {1010, 3e-6}}}}},
+                         {"library", {{"copy_bandwidth_bytes_per_s", 1e9}, {"per_block_s", 10e-9}}}};
+  std::vector<Network> nets{Network::from_json(spec, 2)};
+  MemoryModel m = plain_memory(1e9, 10e-9);
+  CommPattern one(2);
+  one.at(0, 0) = {50, 4, 1};
+  one.at(1, 1) = {50, 1, 1};
+  EXPECT_NEAR(cost(schedule("native", one, {}), nets[0], m).local_s, 2.04e-6 + 90e-9, 1e-15);
+  const auto remap = schedule("local_remap", one, {});
+  EXPECT_NEAR(cost({remap[1]}, nets[0], m).local_s, 2.04e-6, 1e-15);
+  switch_off("self_messages", nets, m);
+  EXPECT_EQ(nets[0].self_messages(), nullptr);
+  EXPECT_NEAR(cost(schedule("native", one, {}), nets[0], m).local_s, 90e-9, 1e-15);
+  EXPECT_NEAR(cost({remap[1]}, nets[0], m).local_s, 60e-9, 1e-15);
+}
+
+// The self-message curve is checked like the message curve: its errors name its key.
+TEST(CostTerms, SelfMessagesMalformedCurveNamesTheKey) {
+  auto host_with = [](const nlohmann::json& curve) {
+    return nlohmann::json{{"kind", "host"},
+                          {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}, {"self_message_seconds_by_bytes", curve}}}};
+  };
+  for (const nlohmann::json& bad : {nlohmann::json::array(), nlohmann::json{{2, 1e-6}, {1, 2e-6}}, nlohmann::json("x")}) {
+    try {
+      Network::from_json(host_with(bad), 2);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("self_message_seconds_by_bytes"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // pairwise: the self copies in a phase of their own, then P - 1 = 1 step with both messages.
@@ -306,7 +347,8 @@ TEST(CostTerms, PairwiseScheduleSelfCopyThenSteps) {
 }
 
 // pack_alltoallv and local_remap: pack everything (rank 0: 150 B in 1 + 4 blocks; rank 1: 150 B in
-// 2), contiguous messages, unpack everything (150 B in 2 blocks each).
+// 2), contiguous messages, unpack everything (150 B in 2 blocks each). local_remap's packed self
+// part (50 B each) is also a message to itself in the exchange; pack_alltoallv copies it only.
 TEST(CostTerms, PackExchangeUnpackSchedule) {
   for (const char* name : {"pack_alltoallv", "local_remap"}) {
     const auto p = schedule(name, two_rank_pattern(), {});
@@ -315,6 +357,8 @@ TEST(CostTerms, PackExchangeUnpackSchedule) {
     EXPECT_EQ(p[0].local_blocks, (std::vector<double>{5, 2})) << name;
     EXPECT_EQ(p[1].messages.size(), 2u) << name;
     EXPECT_EQ(p[2].local_blocks, (std::vector<double>{2, 2})) << name;
+    const double self = std::string(name) == "local_remap" ? 50 : 0;
+    for (const SelfMessage& m : p[1].self_messages) EXPECT_EQ(m.bytes, self) << name;
   }
 }
 
@@ -357,8 +401,8 @@ TEST(CostTerms, UcxZcopyScheduleByBlockSize) {
 }
 
 // Fixed overhead per call (host networks): measured 10 us at 1 B per peer; the model's native call
-// at 1 B per peer on 2 ranks costs 1 us + 1 ns (one message each) + 1 ns (self copy of 1 B at
-// 1 GB/s): 1.002 us, so the overhead is 8.998 us. Never negative; 0 on other network kinds.
+// at 1 B per peer on 2 ranks costs 1 us + 1 ns (one message each) + 1 ns (self message of 1 B: a
+// copy at 1 GB/s, this network has no self-message curve): 1.002 us, so the overhead is 8.998 us. Never negative; 0 on other network kinds.
 TEST(CostTerms, FixedOverheadIsMeasuredMinusModelAtOneByte) {
   const MemoryModel m = plain_memory(1e9, 0.0);
   EXPECT_NEAR(fixed_overhead_s("native", 10e-6, 2, host_network(2), m, {}), 8.998e-6, 1e-15);
@@ -382,7 +426,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 6u);
+  ASSERT_EQ(switchable_terms().size(), 7u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

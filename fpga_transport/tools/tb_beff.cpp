@@ -4,7 +4,10 @@
 // rank then the maximum over ranks. Every received byte is checked (it must equal log2(L) mod 256).
 // It also fits the Hockney model of one exchange, alpha + beta * L, and can write it as the
 // calibrated host network for tb-model (--fit-out), with the measured time of one message per
-// size: each size's exchange median / 2 (key host.message_seconds_by_bytes).
+// size: each size's exchange median / 2 (key host.message_seconds_by_bytes). It also times, per
+// size, every rank sending itself one message at once (MPI_Irecv and MPI_Isend to itself,
+// MPI_Waitall): the library's own copy of a self part, as native's MPI_Alltoallw and local
+// remap's MPI_Alltoall(v) make it (key host.self_message_seconds_by_bytes).
 //
 //   mpiexec -n 2 tb-beff --json beff.json --fit-out host.json
 #include "collectives/mpi_error.hpp"
@@ -95,6 +98,45 @@ Exchanges measure_exchanges(const Options& opt, int rank, int size) {
   }
   TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &x.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
   return x;
+}
+
+// Every rank sends itself one message of each size, all ranks at once, with the exchanges' loop
+// lengths: per size the median over repetitions of the per-message time (each the MAX over
+// ranks). Received bytes are checked as the exchanges' are (added to `wrong`).
+tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, long long& wrong) {
+  const auto sizes = tb::fpga::beff_sizes(opt.rules);
+  std::vector<unsigned char> send(static_cast<std::size_t>(sizes.back())), received(send.size());
+  int rank = 0;
+  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  tb::fpga::MeasuredCurve curve;
+  long long bad = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const int bytes = static_cast<int>(sizes[i]);
+    const unsigned char value = static_cast<unsigned char>(i % 256);
+    const std::int64_t ll = std::max<std::int64_t>(1, tb::fpga::beff_loop_length(static_cast<int>(i), opt.rules) / opt.loop_divisor);
+    std::fill(send.begin(), send.begin() + bytes, value);
+    std::vector<double> seconds(static_cast<std::size_t>(opt.repetitions));
+    for (double& s : seconds) {
+      std::fill(received.begin(), received.begin() + bytes, static_cast<unsigned char>(~value));
+      TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      const double t0 = MPI_Wtime();
+      for (std::int64_t k = 0; k < ll; ++k) {
+        MPI_Request req[2];
+        TB_MPI_CHECK(MPI_Irecv(received.data(), bytes, MPI_BYTE, rank, 2, MPI_COMM_WORLD, &req[0]));
+        TB_MPI_CHECK(MPI_Isend(send.data(), bytes, MPI_BYTE, rank, 2, MPI_COMM_WORLD, &req[1]));
+        TB_MPI_CHECK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+      }
+      s = (MPI_Wtime() - t0) / static_cast<double>(ll);
+      bad += std::count_if(received.begin(), received.begin() + bytes, [&](unsigned char c) { return c != value; });
+    }
+    TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
+                               MPI_COMM_WORLD));
+    curve.seconds_by_bytes.emplace_back(static_cast<double>(bytes), tb::Timing{.inner = static_cast<int>(ll), .seconds_per_op = seconds}.median());
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  wrong += bad;
+  curve.check("tb-beff's self messages");
+  return curve;
 }
 
 // b_eff with the loop lengths actually run (they differ from the rules' only with --loop-divisor),
@@ -191,6 +233,9 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   std::printf("  measured messages (exchange median / 2), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B\n",
               curve.size(), curve.front().second * 1e6, curve.front().first, curve.back().second * 1e6,
               curve.back().first);
+  const auto& self = b.host.self_measured.seconds_by_bytes;
+  std::printf("  self messages (every rank to itself at once, median), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B\n",
+              self.size(), self.front().second * 1e6, self.front().first, self.back().second * 1e6, self.back().first);
   std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
               library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
 }
@@ -218,7 +263,8 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
   std::ofstream f(path);
   f << nlohmann::json{{"name", "host-calibrated"},
                       {"comment", "tb-beff exchanges on this machine: Hockney fit (alpha and beta per message) and "
-                                  "message_seconds_by_bytes (each size's exchange median / 2)"},
+                                  "message_seconds_by_bytes (each size's exchange median / 2), "
+                                  "self_message_seconds_by_bytes (each size's self exchange median)"},
                       {"kind", "host"},
                       {"host", b.host},
                       {"library", library},
@@ -233,8 +279,9 @@ int run(const Options& opt) {
   int rank = 0, size = 1;
   TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  const Exchanges x = measure_exchanges(opt, rank, size);
-  const Beff b = evaluate(opt, size, x);
+  Exchanges x = measure_exchanges(opt, rank, size);
+  Beff b = evaluate(opt, size, x);
+  b.host.self_measured = measure_self_messages(opt, x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
