@@ -235,12 +235,10 @@ SelfMessage self_message_of(const Phase& p, std::size_t rank) {
 double self_message_s(const SelfMessage& m, const Network& network, const MemoryModel& library,
                       const MemoryModel& memory, double working_set) {
   if (m.bytes <= 0) return 0.0;
+  const double blocks = std::max(m.send_blocks, m.recv_blocks);
   const MeasuredCurve* measured = network.self_messages();
-  if (!measured) return memory.copy_time_s(m.bytes, std::max(m.send_blocks, m.recv_blocks), working_set);
-  double s = measured->time_s(m.bytes);
-  if (m.send_blocks > 1) s += library.copy_time_s(m.bytes, m.send_blocks, working_set);
-  if (m.recv_blocks > 1) s += library.copy_time_s(m.bytes, m.recv_blocks, working_set);
-  return s;
+  if (!measured) return memory.copy_time_s(m.bytes, blocks, working_set);
+  return blocks > 1 ? library.copy_time_s(m.bytes, blocks, working_set) : measured->time_s(m.bytes);
 }
 
 }  // namespace

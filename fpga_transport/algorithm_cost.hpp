@@ -40,9 +40,11 @@
 
 namespace tb::fpga {
 
-// A message from a rank to itself, which the MPI library copies on its own path: on the network's
-// measured self-message time where it has one (plus the library's packing of a non-contiguous
-// side, as for any message), else as one plain copy of its bytes in max(send, receive) blocks.
+// A message from a rank to itself, which the MPI library copies on its own path. Where the network
+// measured such messages (tb-beff's self exchanges, contiguous): contiguous on both sides at that
+// time, otherwise one pass of the library's datatype engine over the more fragmented side (a
+// non-contiguous self message was measured at 0.5-1.9x MPI_Pack of the same data). Without the
+// measurement: one plain copy of its bytes in max(send, receive) blocks on the memory model.
 struct SelfMessage {
   double bytes = 0.0, send_blocks = 1.0, recv_blocks = 1.0;
 };

@@ -15,8 +15,8 @@ const std::vector<ModelTerm>& switchable_terms() {
        "largest); a rank's sent and its received messages one after another, the larger of the two",
        "tb-beff --fit-out, key 'host.message_seconds_by_bytes': each size's exchange median_s / 2"},
       {"self_messages",
-       "host: a rank's message to itself inside the MPI library (native's own block, local_remap's self part) at its "
-       "measured time s(L), plus the library's packing of a non-contiguous side",
+       "host: a rank's message to itself inside the MPI library (native's own block, local_remap's self part): "
+       "contiguous at its measured time s(L), non-contiguous as one pass of the library's engine, instead of a memcpy",
        "tb-beff --fit-out, key 'host.self_message_seconds_by_bytes': each size's self exchange median_s (every rank "
        "sends itself one message at once)"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",

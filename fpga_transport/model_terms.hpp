@@ -9,7 +9,8 @@
 //   measured_messages host: one message's time from tb-beff's measured exchange medians by size
 //                     (HostMessage), instead of the Hockney fit of the same exchanges
 //   self_messages     host: a rank's message to itself inside the library (native's own block,
-//                     local_remap's packed self part) at tb-beff's measured self-exchange time,
+//                     local_remap's packed self part): contiguous at tb-beff's measured
+//                     self-exchange time, non-contiguous as one pass of the library's engine,
 //                     instead of one plain copy
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth

@@ -297,26 +297,32 @@ TEST(CostTerms, NativeScheduleOnePhaseLibraryPacks) {
   EXPECT_EQ(p[0].self_messages[1].bytes, 50);
 }
 
-// Self messages. A host network measured at 2 us for a 10 B and 3 us for a 1010 B self message:
-// native's 50 B self part costs 2.04 us (linear), local_remap's contiguous one too; rank 0's
-// 50 B in 4 send blocks adds the library's packing (50 B at 1 GB/s + 4 x 10 ns = 90 ns). With
-// the term off (or on a network without the curve) the self part is one plain copy of 50 B on
-// memory of 1 GB/s and 10 ns per block: 50 ns + 40 ns for rank 0's 4 blocks.
+// Self messages. A host network measured at 2 us for a 10 B and 3 us for a 1010 B self message,
+// its library engine 0.5 GB/s and 20 ns per block: rank 1's contiguous 50 B self part (native)
+// costs 2.04 us (linear), local_remap's packed one too. Rank 0's self part has 4 send blocks: one
+// pass of the library's engine, 100 ns + 80 ns. With the term off every self part is one plain
+// copy on memory of 1 GB/s and 10 ns per block: rank 0 50 ns + 40 ns, local_remap's 50 + 10 ns.
 TEST(CostTerms, SelfMessagesAtTheirMeasuredTime) {
-  nlohmann::json spec = {{"kind", "host"},
-                         {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}, {"self_message_seconds_by_bytes", {{10, 2e-6}, {1010, 3e-6}}}}},
-                         {"library", {{"copy_bandwidth_bytes_per_s", 1e9}, {"per_block_s", 10e-9}}}};
+  nlohmann::json spec = {
+      {"kind", "host"},
+      {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}, {"self_message_seconds_by_bytes", {{10, 2e-6}, {1010, 3e-6}}}}},
+      {"library", {{"copy_bandwidth_bytes_per_s", 0.5e9}, {"per_block_s", 20e-9}}}};
   std::vector<Network> nets{Network::from_json(spec, 2)};
   MemoryModel m = plain_memory(1e9, 10e-9);
   CommPattern one(2);
   one.at(0, 0) = {50, 4, 1};
   one.at(1, 1) = {50, 1, 1};
-  EXPECT_NEAR(cost(schedule("native", one, {}), nets[0], m).local_s, 2.04e-6 + 90e-9, 1e-15);
+  const auto native = schedule("native", one, {});
   const auto remap = schedule("local_remap", one, {});
+  EXPECT_NEAR(cost(native, nets[0], m).local_s, 2.04e-6, 1e-15);
+  one.at(1, 1) = {0, 1, 1};
+  const auto native_strided_only = schedule("native", one, {});
+  EXPECT_NEAR(cost(native_strided_only, nets[0], m).local_s, 180e-9, 1e-15);
   EXPECT_NEAR(cost({remap[1]}, nets[0], m).local_s, 2.04e-6, 1e-15);
   switch_off("self_messages", nets, m);
   EXPECT_EQ(nets[0].self_messages(), nullptr);
-  EXPECT_NEAR(cost(schedule("native", one, {}), nets[0], m).local_s, 90e-9, 1e-15);
+  EXPECT_NEAR(cost(native, nets[0], m).local_s, 90e-9, 1e-15);
+  EXPECT_NEAR(cost(native_strided_only, nets[0], m).local_s, 90e-9, 1e-15);
   EXPECT_NEAR(cost({remap[1]}, nets[0], m).local_s, 60e-9, 1e-15);
 }
 
