@@ -44,6 +44,11 @@ void validate(const Options& opt) {
   tb::check_writable(MPI_COMM_WORLD, "--fit-out", opt.fit_out);
 }
 
+// The loop length of size index i: b_eff's rule, divided by --loop-divisor (at least 1).
+std::int64_t loop_length(const Options& opt, std::size_t i) {
+  return std::max<std::int64_t>(1, tb::fpga::beff_loop_length(static_cast<int>(i), opt.rules) / opt.loop_divisor);
+}
+
 // The ring exchanges of every size.
 struct Exchanges {
   std::vector<double> loop_seconds;       // b_eff's rule: each rank's fastest loop, then MAX over ranks
@@ -62,7 +67,7 @@ Exchanges measure_exchanges(const Options& opt, int rank, int size) {
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const int bytes = static_cast<int>(sizes[i]);
     const unsigned char value = static_cast<unsigned char>(i % 256);
-    const std::int64_t ll = std::max<std::int64_t>(1, tb::fpga::beff_loop_length(static_cast<int>(i), opt.rules) / opt.loop_divisor);
+    const std::int64_t ll = loop_length(opt, i);
     std::fill(send.begin(), send.begin() + bytes, value);
     // [0]: this rank's fastest loop; [1 + rep]: each repetition's loop. One MAX over ranks gives both rules.
     std::vector<double> seconds(1 + static_cast<std::size_t>(opt.repetitions));
@@ -103,17 +108,15 @@ Exchanges measure_exchanges(const Options& opt, int rank, int size) {
 // Every rank sends itself one message of each size, all ranks at once, with the exchanges' loop
 // lengths: per size the median over repetitions of the per-message time (each the MAX over
 // ranks). Received bytes are checked as the exchanges' are (added to `wrong`).
-tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, long long& wrong) {
+tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, int rank, long long& wrong) {
   const auto sizes = tb::fpga::beff_sizes(opt.rules);
   std::vector<unsigned char> send(static_cast<std::size_t>(sizes.back())), received(send.size());
-  int rank = 0;
-  TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   tb::fpga::MeasuredCurve curve;
   long long bad = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const int bytes = static_cast<int>(sizes[i]);
     const unsigned char value = static_cast<unsigned char>(i % 256);
-    const std::int64_t ll = std::max<std::int64_t>(1, tb::fpga::beff_loop_length(static_cast<int>(i), opt.rules) / opt.loop_divisor);
+    const std::int64_t ll = loop_length(opt, i);
     std::fill(send.begin(), send.begin() + bytes, value);
     std::vector<double> seconds(static_cast<std::size_t>(opt.repetitions));
     for (double& s : seconds) {
@@ -281,7 +284,7 @@ int run(const Options& opt) {
   TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   Exchanges x = measure_exchanges(opt, rank, size);
   Beff b = evaluate(opt, size, x);
-  b.host.self_measured = measure_self_messages(opt, x.wrong);
+  b.host.self_measured = measure_self_messages(opt, rank, x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
