@@ -15,8 +15,8 @@ Phase empty_phase(const std::string& name, int ranks) {
   p.name = name;
   p.local_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
   p.local_blocks.assign(static_cast<std::size_t>(ranks), 0.0);
-  p.library_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
-  p.library_blocks.assign(static_cast<std::size_t>(ranks), 0.0);
+  p.library_send.assign(static_cast<std::size_t>(ranks), LibraryWork{});
+  p.library_recv.assign(static_cast<std::size_t>(ranks), LibraryWork{});
   p.self_messages.assign(static_cast<std::size_t>(ranks), SelfMessage{});
   return p;
 }
@@ -28,14 +28,13 @@ void add_local(Phase& p, int rank, double bytes, double blocks) {
 
 // The library packs a non-contiguous send side and unpacks a non-contiguous receive side.
 void library_pack(Phase& p, int src, int dst, const PairTraffic& t) {
-  if (t.send_blocks > 1) {
-    p.library_bytes[src] += static_cast<double>(t.bytes);
-    p.library_blocks[src] += static_cast<double>(t.send_blocks);
-  }
-  if (t.recv_blocks > 1) {
-    p.library_bytes[dst] += static_cast<double>(t.bytes);
-    p.library_blocks[dst] += static_cast<double>(t.recv_blocks);
-  }
+  auto add = [&](LibraryWork& w, std::int64_t blocks) {
+    w.bytes += static_cast<double>(t.bytes);
+    w.blocks += static_cast<double>(blocks);
+    w.messages += 1.0;
+  };
+  if (t.send_blocks > 1) add(p.library_send[src], t.send_blocks);
+  if (t.recv_blocks > 1) add(p.library_recv[dst], t.recv_blocks);
 }
 
 void self_copies(Phase& p, const CommPattern& pat) {
@@ -231,6 +230,12 @@ SelfMessage self_message_of(const Phase& p, std::size_t rank) {
   return rank < p.self_messages.size() ? p.self_messages[rank] : SelfMessage{};
 }
 
+// The measured extra time of the non-contiguous sides of a message of `bytes` (see NoncontiguousExtra).
+double noncontiguous_extra_s(const HostMessage& host, double bytes, double send_blocks, double recv_blocks) {
+  return (send_blocks > 1 ? host.send_extra.extra_s(bytes, bytes / send_blocks) : 0.0) +
+         (recv_blocks > 1 ? host.recv_extra.extra_s(bytes, bytes / recv_blocks) : 0.0);
+}
+
 // One rank's message to itself (see SelfMessage).
 double self_message_s(const SelfMessage& m, const Network& network, const MemoryModel& library,
                       const MemoryModel& memory, double working_set) {
@@ -238,7 +243,20 @@ double self_message_s(const SelfMessage& m, const Network& network, const Memory
   const double blocks = std::max(m.send_blocks, m.recv_blocks);
   const MeasuredCurve* measured = network.self_messages();
   if (!measured) return memory.copy_time_s(m.bytes, blocks, working_set);
-  return blocks > 1 ? library.copy_time_s(m.bytes, blocks, working_set) : measured->time_s(m.bytes);
+  if (blocks <= 1) return measured->time_s(m.bytes);
+  if (const HostMessage* host = network.noncontiguous_messages(); host && memory.local_work)
+    return measured->time_s(m.bytes) + noncontiguous_extra_s(*host, m.bytes, m.send_blocks, m.recv_blocks);
+  return library.copy_time_s(m.bytes, blocks, working_set);
+}
+
+// The library's datatype work of one side (see LibraryWork).
+double library_work_s(const LibraryWork& w, const Network& network, const MemoryModel& library,
+                      const MemoryModel& memory, double working_set, bool send) {
+  if (w.messages <= 0) return 0.0;
+  const HostMessage* host = network.noncontiguous_messages();
+  if (!host || !memory.local_work) return library.copy_time_s(w.bytes, w.blocks, working_set);
+  const double message = w.bytes / w.messages, block = w.bytes / w.blocks;
+  return w.messages * (send ? host->send_extra : host->recv_extra).extra_s(message, block);
 }
 
 }  // namespace
@@ -250,7 +268,7 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
   for (const Phase& p : phases) {
     working_set.resize(std::max(working_set.size(), p.local_bytes.size()), 0.0);
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
-      working_set[r] += p.local_bytes[r] + p.library_bytes[r] + self_message_of(p, r).bytes;
+      working_set[r] += p.local_bytes[r] + p.library_send[r].bytes + p.library_recv[r].bytes + self_message_of(p, r).bytes;
   }
   for (const Phase& p : phases) {
     if (static_cast<int>(p.local_bytes.size()) > network.ranks())
@@ -261,7 +279,8 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
       local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r],
                                                  p.local_bytes[r] >= memory.streaming_from_bytes) +
-                                  library.copy_time_s(p.library_bytes[r], p.library_blocks[r], working_set[r]) +
+                                  library_work_s(p.library_send[r], network, library, memory, working_set[r], true) +
+                                  library_work_s(p.library_recv[r], network, library, memory, working_set[r], false) +
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]));
     const double comm = network.phase_time_s(p.messages);
     c.local_s += local;

@@ -41,12 +41,21 @@
 namespace tb::fpga {
 
 // A message from a rank to itself, which the MPI library copies on its own path. Where the network
-// measured such messages (tb-beff's self exchanges, contiguous): contiguous on both sides at that
-// time, otherwise one pass of the library's datatype engine over the more fragmented side (a
-// non-contiguous self message was measured at 0.5-1.9x MPI_Pack of the same data). Without the
-// measurement: one plain copy of its bytes in max(send, receive) blocks on the memory model.
+// measured such messages (tb-beff's self exchanges, contiguous): that time, plus for each
+// non-contiguous side the measured extra of a non-contiguous message where the network has it,
+// else (contiguous time aside) one pass of the library's datatype engine over the more fragmented
+// side. Without the self measurement: one plain copy of its bytes in max(send, receive) blocks on
+// the memory model.
 struct SelfMessage {
   double bytes = 0.0, send_blocks = 1.0, recv_blocks = 1.0;
+};
+
+// One side of the MPI library's datatype work in a phase, for one rank: its messages with a
+// non-contiguous send side (or receive side), their bytes and contiguous blocks summed. Where the
+// network measured non-contiguous messages each costs the measured extra time at the side's mean
+// message and block size; otherwise the bytes are one pass of the library's engine.
+struct LibraryWork {
+  double bytes = 0.0, blocks = 0.0, messages = 0.0;
 };
 
 struct Phase {
@@ -54,7 +63,7 @@ struct Phase {
   std::vector<Message> messages;
   // per rank: the testbed's plain copies (its packer: large ones take streaming stores)
   std::vector<double> local_bytes, local_blocks;
-  std::vector<double> library_bytes, library_blocks;  // per rank: the MPI library's datatype engine
+  std::vector<LibraryWork> library_send, library_recv;  // per rank: the MPI library's datatype work
   std::vector<SelfMessage> self_messages;  // per rank: its message to itself (empty: none in the phase)
 };
 

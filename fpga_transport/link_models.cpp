@@ -69,6 +69,37 @@ double HostMessage::message_time_s(double bytes) const {
   return measured.time_s(bytes);
 }
 
+namespace {
+// One curve's extra at `bytes`: below its first size the first extra scaled down, to 0 at 0 bytes.
+double extra_at(const MeasuredCurve& curve, double bytes) {
+  const auto& [first_bytes, first_s] = curve.seconds_by_bytes.front();
+  return bytes < first_bytes ? first_s * bytes / first_bytes : curve.time_s(bytes);
+}
+}  // namespace
+
+double NoncontiguousExtra::extra_s(double bytes, double block_bytes) const {
+  if (by_block.empty() || bytes <= 0) return 0.0;
+  if (block_bytes <= by_block.front().first) return extra_at(by_block.front().second, bytes);
+  if (block_bytes >= by_block.back().first) return extra_at(by_block.back().second, bytes);
+  std::size_t i = 1;
+  while (block_bytes > by_block[i].first) ++i;
+  const auto& [b0, c0] = by_block[i - 1];
+  const auto& [b1, c1] = by_block[i];
+  const double w = std::log(block_bytes / b0) / std::log(b1 / b0);
+  return (1.0 - w) * extra_at(c0, bytes) + w * extra_at(c1, bytes);
+}
+
+void NoncontiguousExtra::check(const std::string& what) const {
+  for (std::size_t i = 0; i < by_block.size(); ++i) {
+    const auto& [block, curve] = by_block[i];
+    if (!(block > 0) || (i > 0 && !(block > by_block[i - 1].first)))
+      throw std::invalid_argument(what + ": block_bytes must be positive and increase strictly (entry " +
+                                  std::to_string(i) + ")");
+    if (curve.empty()) throw std::invalid_argument(what + ": entry " + std::to_string(i) + " has no points");
+    curve.check(what + ", block " + std::to_string(static_cast<long long>(block)) + " B");
+  }
+}
+
 void MeasuredCurve::check(const std::string& what) const {
   for (std::size_t i = 0; i < seconds_by_bytes.size(); ++i) {
     const auto& [b, t] = seconds_by_bytes[i];
@@ -126,10 +157,31 @@ void to_json(nlohmann::json& j, const HostMessage& m) {
   j = m.fit;
   if (m.is_measured()) j["message_seconds_by_bytes"] = m.measured;
   if (!m.self_measured.empty()) j["self_message_seconds_by_bytes"] = m.self_measured;
+  if (!m.send_extra.empty()) j["noncontiguous_send_extra_seconds"] = m.send_extra;
+  if (!m.recv_extra.empty()) j["noncontiguous_recv_extra_seconds"] = m.recv_extra;
+}
+void to_json(nlohmann::json& j, const NoncontiguousExtra& m) {
+  j = nlohmann::json::array();
+  for (const auto& [block, curve] : m.by_block) j.push_back({{"block_bytes", block}, {"seconds_by_bytes", curve}});
+}
+void from_json(const nlohmann::json& j, NoncontiguousExtra& m) {
+  if (!j.is_array()) throw std::invalid_argument("expected [{\"block_bytes\": B, \"seconds_by_bytes\": [...]}, ...]");
+  m.by_block.clear();
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string where = "[" + std::to_string(i) + "].";
+    if (!j[i].is_object()) throw std::invalid_argument(where + " expected an object");
+    check_keys(j[i], where, {"block_bytes", "seconds_by_bytes"});
+    double block = 0.0;
+    read_key(j[i], where, "block_bytes", block, true);
+    if (!j[i].contains("seconds_by_bytes")) throw std::invalid_argument("missing required key '" + where + "seconds_by_bytes'");
+    m.by_block.emplace_back(block, j[i]["seconds_by_bytes"].get<MeasuredCurve>());
+  }
+  m.check("non-contiguous extra");
 }
 namespace {
 // An optional curve under `key`: its errors name the key; present, it must have points.
-void read_curve(const nlohmann::json& j, const char* key, MeasuredCurve& curve) {
+template <class Curve>
+void read_curve(const nlohmann::json& j, const char* key, Curve& curve) {
   if (!j.contains(key)) return;
   try {
     j.at(key).get_to(curve);
@@ -143,13 +195,19 @@ void read_curve(const nlohmann::json& j, const char* key, MeasuredCurve& curve) 
 void from_json(const nlohmann::json& j, HostMessage& m) {
   check_keys(j, "",
              {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes",
-              "self_message_seconds_by_bytes"});
+              "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds"});
   nlohmann::json fit = j;
-  fit.erase("message_seconds_by_bytes");
-  fit.erase("self_message_seconds_by_bytes");
+  for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes",
+                          "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds"})
+    fit.erase(key);
   fit.get_to(m.fit);
   read_curve(j, "message_seconds_by_bytes", m.measured);
   read_curve(j, "self_message_seconds_by_bytes", m.self_measured);
+  read_curve(j, "noncontiguous_send_extra_seconds", m.send_extra);
+  read_curve(j, "noncontiguous_recv_extra_seconds", m.recv_extra);
+  if (m.send_extra.empty() != m.recv_extra.empty())
+    throw std::invalid_argument("keys 'noncontiguous_send_extra_seconds' and 'noncontiguous_recv_extra_seconds' come "
+                                "together (tb-beff measures both); one is missing");
 }
 void to_json(nlohmann::json& j, const MeasuredCurve& m) { j = m.seconds_by_bytes; }
 void from_json(const nlohmann::json& j, MeasuredCurve& m) {

@@ -73,13 +73,31 @@ struct MeasuredCurve {
 // between measured sizes, the first size's time below it, and beyond the largest size the last
 // measured time plus the fit's beta per further byte (the curve's own last segment is one
 // noisy pair of points; the fit spans every size). Empty: the Hockney fit alone.
+// The extra time of a host message whose send (or receive) side is non-contiguous, over the same
+// bytes sent contiguously: the MPI library moves such a datatype through its own engine and
+// staging (MPICH's ch4:ucx packs it into UCX's bounce buffers piece by piece and loses the
+// single-copy path), which costs far more than packing it alone. Measured by tb-beff per block
+// size (bytes per contiguous block) as a curve of extra seconds by message bytes. extra_s(L, B):
+// each curve read at L (below its first size, its first extra scaled by L / first size: no bytes,
+// no extra), then interpolated on log(B) between the two measured block sizes around B, the
+// nearest one's outside them.
+struct NoncontiguousExtra {
+  std::vector<std::pair<double, MeasuredCurve>> by_block;  // (block bytes, curve), block bytes increasing
+  bool empty() const { return by_block.empty(); }
+  double extra_s(double bytes, double block_bytes) const;
+  void check(const std::string& what) const;  // throws std::invalid_argument naming `what`
+};
+
 // `self_measured` is the measured time of a message from a rank to itself (every rank sending
 // one to itself at once: tb-beff's self exchanges), which the library copies on its own path;
 // empty: no such measurement (the model then prices that copy as a plain memory copy).
+// `send_extra` and `recv_extra`: the measured extra time of a message non-contiguous on that side
+// (tb-beff's non-contiguous exchanges); empty: not measured.
 struct HostMessage {
   Hockney fit;
   MeasuredCurve measured;
   MeasuredCurve self_measured;
+  NoncontiguousExtra send_extra, recv_extra;
   bool is_measured() const { return !measured.empty(); }
   double message_time_s(double bytes) const;
 };
@@ -174,6 +192,8 @@ void to_json(nlohmann::json& j, const MeasuredCurve& m);
 void from_json(const nlohmann::json& j, MeasuredCurve& m);
 void to_json(nlohmann::json& j, const PcieMpiPath& m);
 void from_json(const nlohmann::json& j, PcieMpiPath& m);
+void to_json(nlohmann::json& j, const NoncontiguousExtra& m);
+void from_json(const nlohmann::json& j, NoncontiguousExtra& m);
 void to_json(nlohmann::json& j, const MemoryModel& m);
 void from_json(const nlohmann::json& j, MemoryModel& m);
 

@@ -19,6 +19,12 @@ const std::vector<ModelTerm>& switchable_terms() {
        "contiguous at its measured time s(L), non-contiguous as one pass of the library's engine, instead of a memcpy",
        "tb-beff --fit-out, key 'host.self_message_seconds_by_bytes': each size's self exchange median_s (every rank "
        "sends itself one message at once)"},
+      {"noncontiguous_messages",
+       "host: a message with a non-contiguous side at its measured extra time over a contiguous one, by message "
+       "size and bytes per block (the library's packing on its real path), instead of a pass of the library engine; "
+       "a non-contiguous self message likewise",
+       "tb-beff --fit-out, keys 'host.noncontiguous_send_extra_seconds' and '...recv...': per block size and message "
+       "size, the median of paired exchanges with that side a vector minus the median of the same exchange contiguous"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -38,6 +44,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_measured_messages();
   } else if (term == "self_messages") {
     for (Network& n : networks) n.drop_self_messages();
+  } else if (term == "noncontiguous_messages") {
+    for (Network& n : networks) n.drop_noncontiguous_messages();
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
   } else if (term == "local_work") {

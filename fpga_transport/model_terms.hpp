@@ -12,6 +12,9 @@
 //                     local_remap's packed self part): contiguous at tb-beff's measured
 //                     self-exchange time, non-contiguous as one pass of the library's engine,
 //                     instead of one plain copy
+//   noncontiguous_messages host: a message with a non-contiguous side at tb-beff's measured extra time
+//                     over the same message contiguous, by message size and bytes per block,
+//                     instead of a pass of the library's engine (non-contiguous self messages too)
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

@@ -402,6 +402,10 @@ std::string Network::describe() const {
         s << "; measured self messages (tb-beff self exchange medians, " << host_.self_measured.seconds_by_bytes.size()
           << " sizes): " << host_.self_measured.time_s(1) * 1e6 << " us at 1 B, "
           << host_.self_measured.time_s(1 << 20) * 1e6 << " us at 1 MiB";
+      if (noncontiguous_messages())
+        s << "; non-contiguous messages measured (tb-beff, " << host_.send_extra.by_block.size()
+          << " block sizes): 1 MiB in 64 B blocks " << host_.send_extra.extra_s(1 << 20, 64) * 1e6 << " us extra sent, "
+          << host_.recv_extra.extra_s(1 << 20, 64) * 1e6 << " us received";
       if (has_library_)
         s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
           << " ns per block";

@@ -92,6 +92,12 @@ class Network {
   const MeasuredCurve* self_messages() const {
     return kind_ == NetworkKind::host && !host_.self_measured.empty() ? &host_.self_measured : nullptr;
   }
+  // The measured extra time of a non-contiguous message (host with tb-beff's non-contiguous
+  // exchanges), or null. It prices the library's packing of a message in place of `library()`.
+  const HostMessage* noncontiguous_messages() const {
+    return kind_ == NetworkKind::host && !host_.send_extra.empty() && !host_.recv_extra.empty() ? &host_ : nullptr;
+  }
+  void drop_noncontiguous_messages() { host_.send_extra = {}, host_.recv_extra = {}; }
   // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 

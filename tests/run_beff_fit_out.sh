@@ -4,7 +4,9 @@
 # median_s / 2 from the same run's --json; tb-model then names the measured messages in its
 # header, and the Hockney fit with --without measured_messages. The same file holds the measured
 # self messages (host.self_message_seconds_by_bytes), one positive time per measured size, which
-# tb-model names too, and not with --without self_messages.
+# tb-model names too, and not with --without self_messages; and the non-contiguous messages' extra
+# times (host.noncontiguous_{send,recv}_extra_seconds), per block size, every size of at least 4
+# blocks, which tb-model names too, and not with --without noncontiguous_messages.
 #   run_beff_fit_out.sh OUT_DIR TB_MODEL MEMORY_JSON MPIEXEC [mpiexec args...] TB_BEFF [tb-beff args...]
 set -euo pipefail
 out=$1 model=$2 memory=$3
@@ -26,6 +28,19 @@ self_curve = json.load(open(sys.argv[2]))["host"]["self_message_seconds_by_bytes
 if [b for b, _ in self_curve] != [r["bytes"] for r in rows] or not all(s > 0 for _, s in self_curve):
     sys.exit(f"run_beff_fit_out: FAILED: the self-message curve {self_curve} is not one positive time per measured size")
 print(f"run_beff_fit_out: host.self_message_seconds_by_bytes has {len(self_curve)} points")
+host = json.load(open(sys.argv[2]))["host"]
+blocks = {}
+for side in ("send", "recv"):
+    table = host[f"noncontiguous_{side}_extra_seconds"]
+    blocks[side] = [int(e["block_bytes"]) for e in table]
+    for e in table:
+        points = e["seconds_by_bytes"]
+        if not points or any(b < 4 * e["block_bytes"] or s < 0 for b, s in points):
+            sys.exit(f"run_beff_fit_out: FAILED: {side} extra for {e['block_bytes']} B blocks: {points} "
+                     "(every size needs at least 4 blocks and an extra >= 0)")
+if blocks["send"] != blocks["recv"]:
+    sys.exit(f"run_beff_fit_out: FAILED: the send and receive tables differ in block sizes: {blocks}")
+print("run_beff_fit_out: non-contiguous extras for blocks " + ", ".join(map(str, blocks["send"])))
 EOF
 "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
   grep -E "host measured messages \(tb-beff exchange medians / 2, [0-9]+ sizes\)"
@@ -36,6 +51,13 @@ EOF
 if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without self_messages |
   grep -q "measured self messages"; then
   echo "run_beff_fit_out: FAILED: --without self_messages still names the self messages"
+  exit 1
+fi
+"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
+  grep -E "non-contiguous messages measured \(tb-beff, [0-9]+ block sizes\)"
+if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without noncontiguous_messages |
+  grep -q "non-contiguous messages measured"; then
+  echo "run_beff_fit_out: FAILED: --without noncontiguous_messages still names the non-contiguous messages"
   exit 1
 fi
 echo "run_beff_fit_out: ok"

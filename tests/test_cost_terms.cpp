@@ -52,6 +52,17 @@ MemoryModel plain_memory(double bandwidth, double per_block) {
   return m;
 }
 
+// The library's work in a phase: `sends` per rank, and no non-contiguous receive.
+void expect_library_sends(const Phase& p, const std::vector<LibraryWork>& sends) {
+  ASSERT_EQ(p.library_send.size(), sends.size());
+  for (std::size_t r = 0; r < sends.size(); ++r) {
+    EXPECT_EQ(p.library_send[r].bytes, sends[r].bytes) << "rank " << r;
+    EXPECT_EQ(p.library_send[r].blocks, sends[r].blocks) << "rank " << r;
+    EXPECT_EQ(p.library_send[r].messages, sends[r].messages) << "rank " << r;
+    EXPECT_EQ(p.library_recv[r].messages, 0.0) << "rank " << r;
+  }
+}
+
 // IEC link, one channel (32 B chunks): 100 B and 128 B are 4 chunks = 4 / 156.25 MHz = 25.6 ns,
 // + 520 ns = 545.6 ns; 129 B is 5 chunks, 552.0 ns.
 TEST(CostTerms, IecMessageIsWholeChunksPlusLatency) {
@@ -249,7 +260,7 @@ TEST(CostTerms, StreamingStoresForLargeTestbedCopies) {
   MemoryModel m = plain_memory(10e9, 0.0);
   m.streaming_bandwidth_by_bytes = {{1, 20e9}};
   const Network host = host_network(1);
-  const Phase large{"large", {}, {8 << 20}, {1}, {0}, {0}, {}};
+  const Phase large{"large", {}, {8 << 20}, {1}, {LibraryWork{}}, {LibraryWork{}}, {}};
   EXPECT_NEAR(cost({large}, host, m).local_s, (8 << 20) / 20e9, 1e-15);
   std::vector<Network> none;
   switch_off("streaming_stores", none, m);
@@ -264,7 +275,7 @@ TEST(CostTerms, LibraryEngineForTheLibrarysPacking) {
                                {"library", {{"copy_bandwidth_bytes_per_s", 2e9}, {"per_block_s", 0.0}}}};
   std::vector<Network> nets{Network::from_json(spec, 1)};
   MemoryModel m = plain_memory(10e9, 0.0);
-  const Phase packed{"library", {}, {0}, {0}, {2e6}, {1}, {}};
+  const Phase packed{"library", {}, {0}, {0}, {LibraryWork{2e6, 1, 1}}, {LibraryWork{}}, {}};
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 1e-3, 1e-15);
   switch_off("library_engine", nets, m);
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 0.2e-3, 1e-15);
@@ -289,8 +300,7 @@ TEST(CostTerms, NativeScheduleOnePhaseLibraryPacks) {
   const auto p = schedule("native", two_rank_pattern(), {});
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].messages.size(), 2u);
-  EXPECT_EQ(p[0].library_bytes, (std::vector<double>{100, 0}));
-  EXPECT_EQ(p[0].library_blocks, (std::vector<double>{4, 0}));
+  expect_library_sends(p[0], {{100, 4, 1}, {}});
   EXPECT_EQ(p[0].local_bytes, (std::vector<double>{0, 0}));
   ASSERT_EQ(p[0].self_messages.size(), 2u);
   EXPECT_EQ(p[0].self_messages[0].bytes, 50);
@@ -342,6 +352,85 @@ TEST(CostTerms, SelfMessagesMalformedCurveNamesTheKey) {
   }
 }
 
+// A host whose non-contiguous messages were measured: sent, 64 B blocks 10 us at 1000 B and 30 us
+// at 2000 B, 4096 B blocks 2 and 4 us; received, 64 B blocks 5 us at 1000 B (one point). A self
+// message takes 1 us at any size; the library engine 1 GB/s.
+nlohmann::json measured_noncontiguous_host() {
+  return {{"kind", "host"},
+          {"host",
+           {{"alpha_s", 0.0},
+            {"beta_s_per_byte", 0.0},
+            {"self_message_seconds_by_bytes", {{1, 1e-6}}},
+            {"noncontiguous_send_extra_seconds",
+             {{{"block_bytes", 64}, {"seconds_by_bytes", {{1000, 10e-6}, {2000, 30e-6}}}},
+              {{"block_bytes", 4096}, {"seconds_by_bytes", {{1000, 2e-6}, {2000, 4e-6}}}}}},
+            {"noncontiguous_recv_extra_seconds", {{{"block_bytes", 64}, {"seconds_by_bytes", {{1000, 5e-6}}}}}}}},
+          {"library", {{"copy_bandwidth_bytes_per_s", 1e9}, {"per_block_s", 0.0}}}};
+}
+
+// Non-contiguous messages (native). Rank 0 sends 1536 B in 3 blocks of 512 B, half-way between
+// 64 and 4096 on log(block): 64 B curve at 1536 B 10 + 0.536 * 20 = 20.72 us, 4096 B curve
+// 2 + 0.536 * 2 = 3.072 us, mean 11.896 us; it receives 500 B in 8 blocks (62.5 B: the 64 B
+// curve), below its first size: 5 us * 500 / 1000 = 2.5 us. Rank 0 14.396 us; rank 1 receives
+// 1536 B in 24 blocks of 64 B: 5 us. With the term off one pass of the engine: rank 0
+// (1536 + 500) B at 1 GB/s = 2.036 us. Without local work (SMPI with compute off), nothing.
+TEST(CostTerms, NoncontiguousMessagesAtTheirMeasuredExtra) {
+  std::vector<Network> nets{Network::from_json(measured_noncontiguous_host(), 2)};
+  MemoryModel m = plain_memory(10e9, 0.0);
+  CommPattern p(2);
+  p.at(0, 1) = {1536, 3, 24};
+  p.at(1, 0) = {500, 1, 8};
+  const auto native = schedule("native", p, {});
+  EXPECT_NEAR(cost(native, nets[0], m).local_s, 14.396e-6, 1e-12);
+  std::vector<Network> without_local_work = nets;
+  MemoryModel no_local_work = m;
+  switch_off("local_work", without_local_work, no_local_work);
+  EXPECT_EQ(cost(native, without_local_work[0], no_local_work).local_s, 0.0);
+  switch_off("noncontiguous_messages", nets, m);
+  EXPECT_EQ(nets[0].noncontiguous_messages(), nullptr);
+  EXPECT_NEAR(cost(native, nets[0], m).local_s, 2.036e-6, 1e-12);
+}
+
+// A non-contiguous self message: its measured time (1 us) plus the measured extra of its
+// non-contiguous side: 1000 B in 16 blocks (62.5 B: the 64 B curve) 10 us, 11 us in all. With
+// the term off one pass of the library engine, 1000 B at 1 GB/s: 1 us.
+TEST(CostTerms, NoncontiguousSelfMessageAtItsMeasuredExtra) {
+  std::vector<Network> nets{Network::from_json(measured_noncontiguous_host(), 1)};
+  MemoryModel m = plain_memory(10e9, 0.0);
+  CommPattern p(1);
+  p.at(0, 0) = {1000, 16, 1};
+  const auto native = schedule("native", p, {});
+  EXPECT_NEAR(cost(native, nets[0], m).local_s, 11e-6, 1e-12);
+  switch_off("noncontiguous_messages", nets, m);
+  EXPECT_NEAR(cost(native, nets[0], m).local_s, 1e-6, 1e-12);
+}
+
+// The two tables come together, and each is checked: errors name the key.
+TEST(CostTerms, NoncontiguousMalformedTableNamesTheKey) {
+  const nlohmann::json good = measured_noncontiguous_host();
+  std::vector<std::pair<nlohmann::json, std::string>> cases;
+  nlohmann::json one_side = good;
+  one_side["host"].erase("noncontiguous_recv_extra_seconds");
+  cases.emplace_back(one_side, "noncontiguous_recv_extra_seconds");
+  nlohmann::json unordered = good;
+  std::swap(unordered["host"]["noncontiguous_send_extra_seconds"][0], unordered["host"]["noncontiguous_send_extra_seconds"][1]);
+  cases.emplace_back(unordered, "noncontiguous_send_extra_seconds");
+  nlohmann::json unknown = good;
+  unknown["host"]["noncontiguous_recv_extra_seconds"][0]["blocks"] = 1;
+  cases.emplace_back(unknown, "noncontiguous_recv_extra_seconds");
+  nlohmann::json empty_curve = good;
+  empty_curve["host"]["noncontiguous_send_extra_seconds"][1]["seconds_by_bytes"] = nlohmann::json::array();
+  cases.emplace_back(empty_curve, "noncontiguous_send_extra_seconds");
+  for (const auto& [spec, key] : cases) {
+    try {
+      Network::from_json(spec, 2);
+      ADD_FAILURE() << "accepted " << spec.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+}
+
 // pairwise: the self copies in a phase of their own, then P - 1 = 1 step with both messages.
 TEST(CostTerms, PairwiseScheduleSelfCopyThenSteps) {
   const auto p = schedule("pairwise", two_rank_pattern(), {});
@@ -349,7 +438,7 @@ TEST(CostTerms, PairwiseScheduleSelfCopyThenSteps) {
   EXPECT_EQ(p[0].local_bytes, (std::vector<double>{50, 50}));
   EXPECT_TRUE(p[0].messages.empty());
   EXPECT_EQ(p[1].messages.size(), 2u);
-  EXPECT_EQ(p[1].library_bytes, (std::vector<double>{100, 0}));
+  expect_library_sends(p[1], {{100, 4, 1}, {}});
 }
 
 // pack_alltoallv and local_remap: pack everything (rank 0: 150 B in 1 + 4 blocks; rank 1: 150 B in
@@ -432,7 +521,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 7u);
+  ASSERT_EQ(switchable_terms().size(), 8u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

@@ -7,7 +7,9 @@
 // size: each size's exchange median / 2 (key host.message_seconds_by_bytes). It also times, per
 // size, every rank sending itself one message at once (MPI_Irecv and MPI_Isend to itself,
 // MPI_Waitall): the library's own copy of a self part, as native's MPI_Alltoallw and local
-// remap's MPI_Alltoall(v) make it (key host.self_message_seconds_by_bytes).
+// remap's MPI_Alltoall(v) make it (key host.self_message_seconds_by_bytes). And in pairs of ranks it
+// times messages with a non-contiguous send or receive side against the same bytes contiguous
+// (keys host.noncontiguous_send_extra_seconds, host.noncontiguous_recv_extra_seconds).
 //
 //   mpiexec -n 2 tb-beff --json beff.json --fit-out host.json
 #include "collectives/mpi_error.hpp"
@@ -21,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -32,6 +35,7 @@ struct Options {
   tb::fpga::BeffRules rules;
   int repetitions = 3;
   int loop_divisor = 1;
+  std::int64_t noncontiguous_max_bytes = 16 << 20;  // the non-contiguous exchanges' largest message
   std::string json, fit_out;
 };
 
@@ -142,6 +146,113 @@ tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, int rank, long
   return curve;
 }
 
+// The non-contiguous exchanges. Ranks in pairs (0-1, 2-3, ...; an odd last rank only waits), both
+// ranks of a pair exchanging L bytes at once with MPI_Sendrecv: contiguous, with the send side a
+// vector of B-byte blocks at stride 2B, and with the receive side such a vector, interleaved so
+// that the three see the same machine. Per (B, L) and side: the median over repetitions (each the
+// MAX over ranks) minus the contiguous median, never below 0: the extra time the library takes
+// for a non-contiguous side on its real path. Every received byte is checked, and so are the gaps
+// a vector receive must leave alone.
+constexpr int kNoncontiguousRepetitions = 5;
+constexpr std::int64_t kNoncontiguousBlocks[] = {64, 1024, 16384, 262144};
+constexpr std::int64_t kNoncontiguousSizes[] = {4096, 65536, 1 << 20, 4 << 20, 16 << 20};
+constexpr std::int64_t kNoncontiguousLoopBytes = 1 << 20;  // a small size loops up to this many bytes per timing
+
+struct Noncontiguous {
+  tb::fpga::NoncontiguousExtra send, recv;
+  bool measured() const { return !send.empty(); }
+};
+
+enum Side { contiguous, vector_send, vector_receive };
+
+struct PairExchange {
+  int partner = MPI_PROC_NULL;  // MPI_PROC_NULL: an odd last rank, which exchanges nothing
+  std::vector<unsigned char> send, received, strided;  // strided: twice the largest size
+  long long wrong = 0;
+};
+
+// Bytes of a vector receive (blocks of `block` at stride 2 * block) that differ from `value`, and
+// gaps between them that differ from `gap`.
+long long wrong_strided(const std::vector<unsigned char>& strided, std::int64_t bytes, std::int64_t block,
+                        unsigned char value, unsigned char gap) {
+  long long wrong = 0;
+  for (std::int64_t i = 0; i < 2 * bytes; ++i) wrong += strided[static_cast<std::size_t>(i)] != ((i / block) % 2 ? gap : value);
+  return wrong;
+}
+
+// Seconds per exchange of `bytes` with `side` non-contiguous (`vector`: blocks of `block` bytes).
+double timed_exchange(PairExchange& x, std::int64_t bytes, std::int64_t block, MPI_Datatype vector, Side side) {
+  const unsigned char value = static_cast<unsigned char>(side + 1), gap = 0xEE;
+  std::fill(x.send.begin(), x.send.begin() + bytes, value);
+  std::fill(x.received.begin(), x.received.begin() + bytes, gap);
+  std::fill(x.strided.begin(), x.strided.begin() + 2 * bytes, side == vector_send ? value : gap);
+  const bool send_vector = side == vector_send, receive_vector = side == vector_receive;
+  const int count = static_cast<int>(bytes);
+  const std::int64_t loops = std::max<std::int64_t>(1, kNoncontiguousLoopBytes / bytes);
+  TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  const double t0 = MPI_Wtime();
+  for (std::int64_t k = 0; k < loops; ++k)
+    TB_MPI_CHECK(MPI_Sendrecv(send_vector ? x.strided.data() : x.send.data(), send_vector ? 1 : count,
+                              send_vector ? vector : MPI_BYTE, x.partner, 3,
+                              receive_vector ? x.strided.data() : x.received.data(), receive_vector ? 1 : count,
+                              receive_vector ? vector : MPI_BYTE, x.partner, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  const double seconds = (MPI_Wtime() - t0) / static_cast<double>(loops);
+  if (x.partner == MPI_PROC_NULL) return seconds;
+  if (receive_vector)
+    x.wrong += wrong_strided(x.strided, bytes, block, value, gap);
+  else
+    x.wrong += std::count_if(x.received.begin(), x.received.begin() + bytes, [&](unsigned char c) { return c != value; });
+  return seconds;
+}
+
+// The three exchanges of one (block, bytes) point: the medians over repetitions, per side.
+std::array<double, 3> exchange_medians(PairExchange& x, std::int64_t bytes, std::int64_t block) {
+  MPI_Datatype vector;
+  TB_MPI_CHECK(MPI_Type_vector(static_cast<int>(bytes / block), static_cast<int>(block), static_cast<int>(2 * block),
+                               MPI_BYTE, &vector));
+  TB_MPI_CHECK(MPI_Type_commit(&vector));
+  std::vector<double> seconds;  // repetition-major, three sides each
+  for (int rep = 0; rep < kNoncontiguousRepetitions; ++rep)
+    for (Side side : {contiguous, vector_send, vector_receive}) seconds.push_back(timed_exchange(x, bytes, block, vector, side));
+  TB_MPI_CHECK(MPI_Type_free(&vector));
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
+                             MPI_COMM_WORLD));
+  std::array<double, 3> medians{};
+  for (int side = 0; side < 3; ++side) {
+    tb::Timing t{.inner = 1, .seconds_per_op = {}};
+    for (int rep = 0; rep < kNoncontiguousRepetitions; ++rep) t.seconds_per_op.push_back(seconds[static_cast<std::size_t>(3 * rep + side)]);
+    medians[static_cast<std::size_t>(side)] = t.median();
+  }
+  return medians;
+}
+
+// Needs a pair of ranks; on one rank nothing is measured (empty tables).
+Noncontiguous measure_noncontiguous(const Options& opt, int rank, int size, long long& wrong) {
+  Noncontiguous n;
+  if (size < 2) return n;
+  PairExchange x;
+  if ((rank ^ 1) < size) x.partner = rank ^ 1;
+  const auto largest = static_cast<std::size_t>(opt.noncontiguous_max_bytes);
+  x.send.resize(largest), x.received.resize(largest), x.strided.resize(2 * largest);
+  for (std::int64_t block : kNoncontiguousBlocks) {
+    tb::fpga::MeasuredCurve send, recv;
+    for (std::int64_t bytes : kNoncontiguousSizes) {
+      if (bytes < 4 * block || bytes > opt.noncontiguous_max_bytes) continue;  // at least 4 blocks
+      const auto m = exchange_medians(x, bytes, block);
+      send.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, m[vector_send] - m[contiguous]));
+      recv.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, m[vector_receive] - m[contiguous]));
+    }
+    if (send.empty()) continue;  // no size of at least 4 such blocks within the largest
+    n.send.by_block.emplace_back(static_cast<double>(block), std::move(send));
+    n.recv.by_block.emplace_back(static_cast<double>(block), std::move(recv));
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &x.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  wrong += x.wrong;
+  n.send.check("tb-beff's non-contiguous sends");
+  n.recv.check("tb-beff's non-contiguous receives");
+  return n;
+}
+
 // b_eff with the loop lengths actually run (they differ from the rules' only with --loop-divisor),
 // the Hockney fit of one exchange, and the host's message model.
 struct Beff {
@@ -239,6 +350,13 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   const auto& self = b.host.self_measured.seconds_by_bytes;
   std::printf("  self messages (every rank to itself at once, median), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B\n",
               self.size(), self.front().second * 1e6, self.front().first, self.back().second * 1e6, self.back().first);
+  if (b.host.send_extra.empty())
+    std::printf("  non-contiguous messages: not measured (they need a pair of ranks)\n");
+  else
+    std::printf("  non-contiguous messages (extra over contiguous, median), 1 MiB in 64 B / 256 KiB blocks: "
+                "sent %.1f / %.1f us, received %.1f / %.1f us\n",
+                b.host.send_extra.extra_s(1 << 20, 64) * 1e6, b.host.send_extra.extra_s(1 << 20, 262144) * 1e6,
+                b.host.recv_extra.extra_s(1 << 20, 64) * 1e6, b.host.recv_extra.extra_s(1 << 20, 262144) * 1e6);
   std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
               library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
 }
@@ -267,7 +385,9 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
   f << nlohmann::json{{"name", "host-calibrated"},
                       {"comment", "tb-beff exchanges on this machine: Hockney fit (alpha and beta per message) and "
                                   "message_seconds_by_bytes (each size's exchange median / 2), "
-                                  "self_message_seconds_by_bytes (each size's self exchange median)"},
+                                  "self_message_seconds_by_bytes (each size's self exchange median), "
+                                  "noncontiguous_{send,recv}_extra_seconds (per block size, a paired exchange's "
+                                  "median with that side a vector minus its contiguous median)"},
                       {"kind", "host"},
                       {"host", b.host},
                       {"library", library},
@@ -285,6 +405,9 @@ int run(const Options& opt) {
   Exchanges x = measure_exchanges(opt, rank, size);
   Beff b = evaluate(opt, size, x);
   b.host.self_measured = measure_self_messages(opt, rank, x.wrong);
+  const Noncontiguous noncontiguous = measure_noncontiguous(opt, rank, size, x.wrong);
+  b.host.send_extra = noncontiguous.send;
+  b.host.recv_extra = noncontiguous.recv;
   const tb::fpga::MemoryModel library = measure_pack();
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
@@ -314,6 +437,10 @@ int main(int argc, char** argv) {
   app.add_option("--loop-divisor", opt.loop_divisor, "divide every loop length (quick runs; the output says so)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--noncontiguous-max-bytes", opt.noncontiguous_max_bytes,
+                 "largest message of the non-contiguous exchanges (sizes 4 KiB, 64 KiB, 1, 4, 16 MiB up to it)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
   app.add_option("--fit-out", opt.fit_out, "write the fitted host network for tb-model (rank 0)");
   return tb::mpi_tool_main(argc, argv, "tb-beff", app, [&] { validate(opt); }, [&] { return run(opt); });
