@@ -155,7 +155,7 @@ tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, int rank, long
 // a vector receive must leave alone.
 constexpr int kNoncontiguousRepetitions = 5;
 constexpr std::int64_t kNoncontiguousBlocks[] = {64, 1024, 16384, 262144};
-constexpr std::int64_t kNoncontiguousSizes[] = {4096, 65536, 1 << 20, 4 << 20, 16 << 20};
+constexpr std::int64_t kNoncontiguousSizes[] = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
 constexpr std::int64_t kNoncontiguousLoopBytes = 1 << 20;  // a small size loops up to this many bytes per timing
 
 struct Noncontiguous {
@@ -438,7 +438,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--noncontiguous-max-bytes", opt.noncontiguous_max_bytes,
-                 "largest message of the non-contiguous exchanges (sizes 4 KiB, 64 KiB, 1, 4, 16 MiB up to it)")
+                 "largest message of the non-contiguous exchanges (sizes 4 KiB to 16 MiB in steps of 4x, up to it)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");

@@ -1,0 +1,121 @@
+/* What a non-contiguous side costs a message, against MPI_Pack of the same datatype: the
+ * measurement behind tb-model's noncontiguous_messages term (docs/cost-model.md). Two ranks
+ * exchange L bytes at once with MPI_Sendrecv, contiguous, with the send side a vector of B-byte
+ * blocks at stride 2B, and with the receive side such a vector; then rank 0 packs and unpacks the
+ * same vectors alone (MPI_Pack, MPI_Unpack) beside a memcpy of L bytes. Median of 5, rank 0's.
+ *
+ *   mpicc.mpich -O2 -o /tmp/noncontiguous_message experiments/probes/noncontiguous_message.c
+ *   mpiexec.mpich -n 2 /tmp/noncontiguous_message
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call_)                                                    \
+    do {                                                                \
+        if ((call_) != MPI_SUCCESS) {                                   \
+            fprintf(stderr, "noncontiguous_message: %s failed\n", #call_); \
+            MPI_Abort(MPI_COMM_WORLD, 1);                               \
+        }                                                               \
+    } while (0)
+
+#define REPS 5
+#define LARGEST (64 << 20)
+
+static int compare(const void *a, const void *b)
+{
+    const double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t)
+{
+    qsort(t, REPS, sizeof(double), compare);
+    return t[REPS / 2];
+}
+
+/* Median seconds of a Sendrecv of `bytes` with the partner, `vector` on the side chosen. */
+static double exchange(char *strided, char *send, char *recv, int bytes, MPI_Datatype vector,
+                       int vector_side, int partner)
+{
+    double t[REPS];
+    for (int i = 0; i < REPS; i++) {
+        CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double t0 = MPI_Wtime();
+        CHECK(MPI_Sendrecv(vector_side == 1 ? strided : send, vector_side == 1 ? 1 : bytes,
+                           vector_side == 1 ? vector : MPI_BYTE, partner, 0,
+                           vector_side == 2 ? strided : recv, vector_side == 2 ? 1 : bytes,
+                           vector_side == 2 ? vector : MPI_BYTE, partner, 0, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+        t[i] = MPI_Wtime() - t0;
+    }
+    return median(t);
+}
+
+/* Median seconds of MPI_Pack (unpack == 0) or MPI_Unpack of the vector. */
+static double pack(char *strided, char *packed, int bytes, MPI_Datatype vector, int unpack)
+{
+    double t[REPS];
+    for (int i = 0; i < REPS; i++) {
+        int position = 0;
+        double t0 = MPI_Wtime();
+        if (unpack)
+            CHECK(MPI_Unpack(packed, bytes, &position, strided, 1, vector, MPI_COMM_SELF));
+        else
+            CHECK(MPI_Pack(strided, 1, vector, packed, bytes, &position, MPI_COMM_SELF));
+        t[i] = MPI_Wtime() - t0;
+    }
+    return median(t);
+}
+
+int main(int argc, char **argv)
+{
+    static const int blocks[] = { 64, 1024, 4096, 16384, 512 << 10 };
+    int rank, size;
+    CHECK(MPI_Init(&argc, &argv));
+    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (size != 2) {
+        if (rank == 0)
+            fprintf(stderr, "noncontiguous_message: run on 2 ranks, not %d\n", size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    char *strided = malloc(2 * (size_t) LARGEST), *send = malloc(LARGEST), *recv = malloc(LARGEST);
+    if (!strided || !send || !recv)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(strided, 1, 2 * (size_t) LARGEST);
+    memset(send, 2, LARGEST);
+    memset(recv, 0, LARGEST);
+    if (rank == 0)
+        printf("%10s %8s %10s %10s %10s %10s %10s %10s (us)\n", "bytes", "block", "contiguous",
+               "vec send", "vec recv", "MPI_Pack", "MPI_Unpack", "memcpy");
+    for (int bytes = 64 << 10; bytes <= LARGEST; bytes *= 4) {
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+            if (blocks[b] > bytes / 2)
+                continue;
+            MPI_Datatype vector;
+            CHECK(MPI_Type_vector(bytes / blocks[b], blocks[b], 2 * blocks[b], MPI_BYTE, &vector));
+            CHECK(MPI_Type_commit(&vector));
+            const double contiguous = exchange(strided, send, recv, bytes, vector, 0, 1 - rank);
+            const double vector_send = exchange(strided, send, recv, bytes, vector, 1, 1 - rank);
+            const double vector_recv = exchange(strided, send, recv, bytes, vector, 2, 1 - rank);
+            if (rank == 0) {
+                const double packed = pack(strided, recv, bytes, vector, 0);
+                const double unpacked = pack(strided, recv, bytes, vector, 1);
+                double t0 = MPI_Wtime();
+                memcpy(recv, send, bytes);
+                const double copy = MPI_Wtime() - t0;
+                printf("%10d %8d %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", bytes, blocks[b],
+                       contiguous * 1e6, vector_send * 1e6, vector_recv * 1e6, packed * 1e6,
+                       unpacked * 1e6, copy * 1e6);
+            }
+            CHECK(MPI_Type_free(&vector));
+        }
+    }
+    free(strided);
+    free(send);
+    free(recv);
+    CHECK(MPI_Finalize());
+    return 0;
+}
