@@ -160,7 +160,6 @@ constexpr std::int64_t kNoncontiguousLoopBytes = 1 << 20;  // a small size loops
 
 struct Noncontiguous {
   tb::fpga::NoncontiguousExtra send, recv;
-  bool measured() const { return !send.empty(); }
 };
 
 enum Side { contiguous, vector_send, vector_receive };
