@@ -18,6 +18,7 @@ Phase empty_phase(const std::string& name, int ranks) {
   p.library_send.assign(static_cast<std::size_t>(ranks), LibraryWork{});
   p.library_recv.assign(static_cast<std::size_t>(ranks), LibraryWork{});
   p.self_messages.assign(static_cast<std::size_t>(ranks), SelfMessage{});
+  p.handoff_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
   return p;
 }
 
@@ -141,6 +142,7 @@ std::vector<Phase> node_leader_schedule(const CommPattern& pat, const ScheduleOp
         // Through the node's staging: packed by the sender, unpacked by the receiver.
         add_local(on_node, s, bytes, static_cast<double>(t.send_blocks));
         add_local(unpack, d, bytes, static_cast<double>(t.recv_blocks));
+        unpack.handoff_bytes[d] += bytes;
         if (node(s) != node(d)) between[{node(s), node(d)}] += bytes;
       }
     for (const auto& [nodes, bytes] : between)
@@ -249,6 +251,13 @@ double self_message_s(const SelfMessage& m, const Network& network, const Memory
   return library.copy_time_s(m.bytes, blocks, working_set);
 }
 
+// The extra time of rank r's copies out of what other ranks of its node wrote (Phase::handoff_bytes).
+double node_handoff_s(const Phase& p, std::size_t r, const Network& network, const MemoryModel& memory) {
+  const HostMessage* host = network.node_handoff();
+  if (!host || !memory.local_work || r >= p.handoff_bytes.size()) return 0.0;
+  return host->node_handoff_s(p.handoff_bytes[r]);
+}
+
 // The library's datatype work of one side (see LibraryWork).
 double library_work_s(const LibraryWork& w, const Network& network, const MemoryModel& library,
                       const MemoryModel& memory, double working_set, bool send) {
@@ -281,7 +290,8 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
                                                  p.local_bytes[r] >= memory.streaming_from_bytes) +
                                   library_work_s(p.library_send[r], network, library, memory, working_set[r], true) +
                                   library_work_s(p.library_recv[r], network, library, memory, working_set[r], false) +
-                                  self_message_s(self_message_of(p, r), network, library, memory, working_set[r]));
+                                  self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +
+                                  node_handoff_s(p, r, network, memory));
     const double comm = network.phase_time_s(p.messages);
     c.local_s += local;
     c.communication_s += comm;

@@ -24,7 +24,8 @@
 //                   unpack. Per communicator: sub-communicators aggregate each on its own, with
 //                   its lowest rank on a node as that node's leader. On-node data takes one copy straight into the peer's array when the
 //                   user's arrays are node-shared (tb-redistribute --buffers shared), and two
-//                   otherwise: packed into the staging by the sender, unpacked by the receiver.
+//                   otherwise: packed into the staging by the sender, unpacked by the receiver,
+//                   whose unpack reads what other ranks wrote (a node handoff).
 //                   The self part is one copy either way.
 //   ucx_zcopy       peers whose blocks average at least `pack_below` bytes move with one
 //                   zero-copy message per contiguous piece (min of send and receive blocks) and
@@ -65,6 +66,10 @@ struct Phase {
   std::vector<double> local_bytes, local_blocks;
   std::vector<LibraryWork> library_send, library_recv;  // per rank: the MPI library's datatype work
   std::vector<SelfMessage> self_messages;  // per rank: its message to itself (empty: none in the phase)
+  // per rank: bytes of its local copies that read what another rank of the node wrote in this call
+  // (node_leader's unpack from the node's staging); where the network measured node handoffs they
+  // cost that extra time on top of the copy (empty: none in the phase)
+  std::vector<double> handoff_bytes;
 };
 
 struct ScheduleOptions {

@@ -89,6 +89,10 @@ double NoncontiguousExtra::extra_s(double bytes, double block_bytes) const {
   return (1.0 - w) * extra_at(c0, bytes) + w * extra_at(c1, bytes);
 }
 
+double HostMessage::node_handoff_s(double bytes) const {
+  return node_handoff.empty() || bytes <= 0 ? 0.0 : extra_at(node_handoff, bytes);
+}
+
 void NoncontiguousExtra::check(const std::string& what) const {
   for (std::size_t i = 0; i < by_block.size(); ++i) {
     const auto& [block, curve] = by_block[i];
@@ -159,6 +163,7 @@ void to_json(nlohmann::json& j, const HostMessage& m) {
   if (!m.self_measured.empty()) j["self_message_seconds_by_bytes"] = m.self_measured;
   if (!m.send_extra.empty()) j["noncontiguous_send_extra_seconds"] = m.send_extra;
   if (!m.recv_extra.empty()) j["noncontiguous_recv_extra_seconds"] = m.recv_extra;
+  if (!m.node_handoff.empty()) j["node_handoff_extra_seconds_by_bytes"] = m.node_handoff;
 }
 void to_json(nlohmann::json& j, const NoncontiguousExtra& m) {
   j = nlohmann::json::array();
@@ -195,16 +200,18 @@ void read_curve(const nlohmann::json& j, const char* key, Curve& curve) {
 void from_json(const nlohmann::json& j, HostMessage& m) {
   check_keys(j, "",
              {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes",
-              "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds"});
+              "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds",
+              "node_handoff_extra_seconds_by_bytes"});
   nlohmann::json fit = j;
-  for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes",
-                          "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds"})
+  for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds",
+                          "noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes"})
     fit.erase(key);
   fit.get_to(m.fit);
   read_curve(j, "message_seconds_by_bytes", m.measured);
   read_curve(j, "self_message_seconds_by_bytes", m.self_measured);
   read_curve(j, "noncontiguous_send_extra_seconds", m.send_extra);
   read_curve(j, "noncontiguous_recv_extra_seconds", m.recv_extra);
+  read_curve(j, "node_handoff_extra_seconds_by_bytes", m.node_handoff);
   if (m.send_extra.empty() != m.recv_extra.empty())
     throw std::invalid_argument("keys 'noncontiguous_send_extra_seconds' and 'noncontiguous_recv_extra_seconds' come "
                                 "together (tb-beff measures both); one is missing");

@@ -92,12 +92,18 @@ struct NoncontiguousExtra {
 // one to itself at once: tb-beff's self exchanges), which the library copies on its own path;
 // empty: no such measurement (the model then prices that copy as a plain memory copy).
 // `send_extra` and `recv_extra`: the measured extra time of a message non-contiguous on that side
-// (tb-beff's non-contiguous exchanges); empty: not measured.
+// (tb-beff's non-contiguous exchanges); empty: not measured. `node_handoff`: the measured extra
+// time of copying L bytes out of memory another rank of the node has just written (a shared
+// window), over the same copy of bytes the rank wrote itself (tb-beff's node handoffs); empty:
+// not measured. node_handoff_s(L) reads it as NoncontiguousExtra reads its curves (below the
+// first size scaled to 0 at 0 bytes).
 struct HostMessage {
   Hockney fit;
   MeasuredCurve measured;
   MeasuredCurve self_measured;
   NoncontiguousExtra send_extra, recv_extra;
+  MeasuredCurve node_handoff;
+  double node_handoff_s(double bytes) const;
   bool is_measured() const { return !measured.empty(); }
   double message_time_s(double bytes) const;
 };

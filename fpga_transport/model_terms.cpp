@@ -25,6 +25,12 @@ const std::vector<ModelTerm>& switchable_terms() {
        "a non-contiguous self message likewise",
        "tb-beff --fit-out, keys 'host.noncontiguous_send_extra_seconds' and '...recv...': per block size and message "
        "size, the median of paired exchanges with that side a vector minus the median of the same exchange contiguous"},
+      {"node_handoff",
+       "host: node_leader's unpack from the node's staging, which reads what other ranks just wrote, at the "
+       "measured extra time of such a copy over a copy of the rank's own bytes",
+       "tb-beff --fit-out, key 'host.node_handoff_extra_seconds_by_bytes': ranks in pairs on one node, copy into a "
+       "shared window, barrier, copy the partner's bytes out; the median minus the median of the same with both "
+       "copies in the rank's own memory"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -46,6 +52,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_self_messages();
   } else if (term == "noncontiguous_messages") {
     for (Network& n : networks) n.drop_noncontiguous_messages();
+  } else if (term == "node_handoff") {
+    for (Network& n : networks) n.drop_node_handoff();
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
   } else if (term == "local_work") {

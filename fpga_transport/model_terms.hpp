@@ -15,6 +15,8 @@
 //   noncontiguous_messages host: a message with a non-contiguous side at tb-beff's measured extra time
 //                     over the same message contiguous, by message size and bytes per block,
 //                     instead of a pass of the library's engine (non-contiguous self messages too)
+//   node_handoff      host: node_leader's unpack from the node's staging (bytes other ranks just
+//                     wrote) at tb-beff's measured extra time of such a copy
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

@@ -406,6 +406,9 @@ std::string Network::describe() const {
         s << "; non-contiguous messages measured (tb-beff, " << host_.send_extra.by_block.size()
           << " block sizes): 1 MiB in 64 B blocks " << host_.send_extra.extra_s(1 << 20, 64) * 1e6 << " us extra sent, "
           << host_.recv_extra.extra_s(1 << 20, 64) * 1e6 << " us received";
+      if (node_handoff())
+        s << "; node handoffs measured (tb-beff, " << host_.node_handoff.seconds_by_bytes.size()
+          << " sizes): 256 KiB " << host_.node_handoff_s(256 << 10) * 1e6 << " us extra";
       if (has_library_)
         s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
           << " ns per block";

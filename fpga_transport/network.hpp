@@ -98,6 +98,12 @@ class Network {
     return kind_ == NetworkKind::host && !host_.send_extra.empty() && !host_.recv_extra.empty() ? &host_ : nullptr;
   }
   void drop_noncontiguous_messages() { host_.send_extra = {}, host_.recv_extra = {}; }
+  // The measured extra time of reading what another rank of the node just wrote (host with
+  // tb-beff's node handoffs), or null.
+  const HostMessage* node_handoff() const {
+    return kind_ == NetworkKind::host && !host_.node_handoff.empty() ? &host_ : nullptr;
+  }
+  void drop_node_handoff() { host_.node_handoff = {}; }
   // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 

@@ -68,6 +68,8 @@ FILES = {
     "net-host-noncontiguous-one-side.json": {"name": "n", "kind": "host", "host": {
         "alpha_s": 1e-6, "beta_s_per_byte": 1e-10,
         "noncontiguous_send_extra_seconds": [{"block_bytes": 64, "seconds_by_bytes": [[4096, 1e-6]]}]}},
+    "net-host-handoff-negative.json": {"name": "n", "kind": "host", "host": {
+        "alpha_s": 1e-6, "beta_s_per_byte": 1e-10, "node_handoff_extra_seconds_by_bytes": [[4096, -1e-6]]}},
     "net-array.json": [1, 2, 3],
     "net-cluster-torus.json": {"name": "n", "kind": "cluster", "cluster": {
         "topology": "TORUS", "nodes": 4, "cores_per_node": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 1e-6,
@@ -229,8 +231,8 @@ CASES = [
     C("tb-beff.d-zero", "tb-beff", ["-d", "0"], r"-d: Value 0 not in range"),
     C("tb-beff.max-exponent-too-big", "tb-beff", ["--max-exponent", "31"], r"--max-exponent: Value 31 not in range"),
     C("tb-beff.repetitions-zero", "tb-beff", ["--repetitions", "0"], r"--repetitions: Value 0 not in range"),
-    C("tb-beff.noncontiguous-max-bytes-small", "tb-beff", ["--noncontiguous-max-bytes", "100"],
-      r"--noncontiguous-max-bytes: Value 100 not in range"),
+    C("tb-beff.pairs-max-bytes-small", "tb-beff", ["--pairs-max-bytes", "100"],
+      r"--pairs-max-bytes: Value 100 not in range"),
     C("tb-beff.loop-divisor-negative", "tb-beff", ["--loop-divisor", "-3"], r"--loop-divisor: Value -3 not in range"),
     C("tb-beff.fit-out-unwritable", "tb-beff", ["--fit-out", NOWHERE + ".json"],
       r"--fit-out /nonexistent/dir/x.json: cannot be written", ranks=2),
@@ -265,6 +267,9 @@ CASES = [
     C("tb-model.network-host-noncontiguous-one-side", "tb-model", ["--network", "{tmp}/net-host-noncontiguous-one-side.json"],
       r"network file .*: in 'host': keys 'noncontiguous_send_extra_seconds' and 'noncontiguous_recv_extra_seconds' come "
       r"together"),
+    C("tb-model.network-host-handoff-negative", "tb-model", ["--network", "{tmp}/net-host-handoff-negative.json"],
+      r"network file .*: in 'host': key 'node_handoff_extra_seconds_by_bytes': measured curve: point 0 needs bytes > 0 "
+      r"and seconds >= 0"),
     C("tb-model.network-cluster-topology", "tb-model", ["--network", "{tmp}/net-cluster-torus.json"],
       r"network file .*: in 'cluster': cluster: topology must be FLAT or DRAGONFLY, got 'TORUS'"),
     C("tb-model.network-cluster-section-missing", "tb-model", ["--network", "{tmp}/net-cluster-no-section.json"],

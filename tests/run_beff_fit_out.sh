@@ -6,7 +6,9 @@
 # self messages (host.self_message_seconds_by_bytes), one positive time per measured size, which
 # tb-model names too, and not with --without self_messages; and the non-contiguous messages' extra
 # times (host.noncontiguous_{send,recv}_extra_seconds), per block size, every size of at least 4
-# blocks, which tb-model names too, and not with --without noncontiguous_messages.
+# blocks, which tb-model names too, and not with --without noncontiguous_messages; and the node
+# handoffs (host.node_handoff_extra_seconds_by_bytes), one extra >= 0 per size up to
+# --pairs-max-bytes (65536 here), named by tb-model, and not with --without node_handoff.
 #   run_beff_fit_out.sh OUT_DIR TB_MODEL MEMORY_JSON MPIEXEC [mpiexec args...] TB_BEFF [tb-beff args...]
 set -euo pipefail
 out=$1 model=$2 memory=$3
@@ -41,6 +43,10 @@ for side in ("send", "recv"):
 if blocks["send"] != blocks["recv"]:
     sys.exit(f"run_beff_fit_out: FAILED: the send and receive tables differ in block sizes: {blocks}")
 print("run_beff_fit_out: non-contiguous extras for blocks " + ", ".join(map(str, blocks["send"])))
+handoff = host["node_handoff_extra_seconds_by_bytes"]
+if [b for b, _ in handoff] != [4096, 16384, 65536] or any(s < 0 for _, s in handoff):
+    sys.exit(f"run_beff_fit_out: FAILED: the node handoffs {handoff} are not one extra >= 0 per size 4-64 KiB")
+print(f"run_beff_fit_out: node handoffs at {len(handoff)} sizes")
 EOF
 "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
   grep -E "host measured messages \(tb-beff exchange medians / 2, [0-9]+ sizes\)"
@@ -58,6 +64,13 @@ fi
 if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without noncontiguous_messages |
   grep -q "non-contiguous messages measured"; then
   echo "run_beff_fit_out: FAILED: --without noncontiguous_messages still names the non-contiguous messages"
+  exit 1
+fi
+"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
+  grep -E "node handoffs measured \(tb-beff, [0-9]+ sizes\)"
+if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without node_handoff |
+  grep -q "node handoffs measured"; then
+  echo "run_beff_fit_out: FAILED: --without node_handoff still names the node handoffs"
   exit 1
 fi
 echo "run_beff_fit_out: ok"

@@ -260,7 +260,7 @@ TEST(CostTerms, StreamingStoresForLargeTestbedCopies) {
   MemoryModel m = plain_memory(10e9, 0.0);
   m.streaming_bandwidth_by_bytes = {{1, 20e9}};
   const Network host = host_network(1);
-  const Phase large{"large", {}, {8 << 20}, {1}, {LibraryWork{}}, {LibraryWork{}}, {}};
+  const Phase large{"large", {}, {8 << 20}, {1}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
   EXPECT_NEAR(cost({large}, host, m).local_s, (8 << 20) / 20e9, 1e-15);
   std::vector<Network> none;
   switch_off("streaming_stores", none, m);
@@ -275,7 +275,7 @@ TEST(CostTerms, LibraryEngineForTheLibrarysPacking) {
                                {"library", {{"copy_bandwidth_bytes_per_s", 2e9}, {"per_block_s", 0.0}}}};
   std::vector<Network> nets{Network::from_json(spec, 1)};
   MemoryModel m = plain_memory(10e9, 0.0);
-  const Phase packed{"library", {}, {0}, {0}, {LibraryWork{2e6, 1, 1}}, {LibraryWork{}}, {}};
+  const Phase packed{"library", {}, {0}, {0}, {LibraryWork{2e6, 1, 1}}, {LibraryWork{}}, {}, {}};
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 1e-3, 1e-15);
   switch_off("library_engine", nets, m);
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 0.2e-3, 1e-15);
@@ -431,6 +431,35 @@ TEST(CostTerms, NoncontiguousMalformedTableNamesTheKey) {
   }
 }
 
+// Node handoffs (node_leader, 2 ranks on one node, staged). A host measured at 2 us extra for
+// 1000 B and 3 us for 2000 B; memory 1 GB/s. Rank 1 unpacks rank 0's 1500 B from the staging:
+// 1.5 us copy + 2.5 us handoff; rank 0 unpacks 500 B: 0.5 us + 2 us * 500 / 1000 (below the first
+// size, scaled) = 1.5 us. The unpack phase costs 4 us; with the term off 1.5 us; with node-shared
+// arrays there is no staging and no handoff.
+TEST(CostTerms, NodeHandoffForTheUnpackFromStaging) {
+  nlohmann::json spec = {{"kind", "host"},
+                         {"ranks_per_node", 2},
+                         {"host",
+                          {{"alpha_s", 0.0},
+                           {"beta_s_per_byte", 0.0},
+                           {"node_handoff_extra_seconds_by_bytes", {{1000, 2e-6}, {2000, 3e-6}}}}}};
+  std::vector<Network> nets{Network::from_json(spec, 2)};
+  MemoryModel m = plain_memory(1e9, 0.0);
+  m.by_working_set = false;
+  CommPattern p(2);
+  p.at(0, 1) = {1500, 1, 1};
+  p.at(1, 0) = {500, 1, 1};
+  const auto staged = schedule("node_leader", p, {.ranks_per_node = 2});
+  ASSERT_EQ(staged.size(), 3u);
+  EXPECT_EQ(staged[2].handoff_bytes, (std::vector<double>{500, 1500}));
+  EXPECT_NEAR(cost({staged[2]}, nets[0], m).local_s, 4e-6, 1e-12);
+  const auto shared = schedule("node_leader", p, {.ranks_per_node = 2, .node_shared_buffers = true});
+  EXPECT_EQ(shared[2].handoff_bytes, (std::vector<double>{0, 0}));
+  switch_off("node_handoff", nets, m);
+  EXPECT_EQ(nets[0].node_handoff(), nullptr);
+  EXPECT_NEAR(cost({staged[2]}, nets[0], m).local_s, 1.5e-6, 1e-12);
+}
+
 // pairwise: the self copies in a phase of their own, then P - 1 = 1 step with both messages.
 TEST(CostTerms, PairwiseScheduleSelfCopyThenSteps) {
   const auto p = schedule("pairwise", two_rank_pattern(), {});
@@ -521,7 +550,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 8u);
+  ASSERT_EQ(switchable_terms().size(), 9u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

@@ -9,7 +9,9 @@
 // MPI_Waitall): the library's own copy of a self part, as native's MPI_Alltoallw and local
 // remap's MPI_Alltoall(v) make it (key host.self_message_seconds_by_bytes). And in pairs of ranks it
 // times messages with a non-contiguous send or receive side against the same bytes contiguous
-// (keys host.noncontiguous_send_extra_seconds, host.noncontiguous_recv_extra_seconds).
+// (keys host.noncontiguous_send_extra_seconds, host.noncontiguous_recv_extra_seconds), and in pairs
+// on one node what copying out bytes the partner has just written costs over copying one's own
+// (key host.node_handoff_extra_seconds_by_bytes).
 //
 //   mpiexec -n 2 tb-beff --json beff.json --fit-out host.json
 #include "collectives/mpi_error.hpp"
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
@@ -35,7 +38,7 @@ struct Options {
   tb::fpga::BeffRules rules;
   int repetitions = 3;
   int loop_divisor = 1;
-  std::int64_t noncontiguous_max_bytes = 16 << 20;  // the non-contiguous exchanges' largest message
+  std::int64_t pairs_max_bytes = 16 << 20;  // the largest size of the paired measurements
   std::string json, fit_out;
 };
 
@@ -155,7 +158,8 @@ tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, int rank, long
 // a vector receive must leave alone.
 constexpr int kNoncontiguousRepetitions = 5;
 constexpr std::int64_t kNoncontiguousBlocks[] = {64, 1024, 16384, 262144};
-constexpr std::int64_t kNoncontiguousSizes[] = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
+// The sizes of the paired measurements (these and the node handoffs), up to --pairs-max-bytes.
+constexpr std::int64_t kPairSizes[] = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
 constexpr std::int64_t kNoncontiguousLoopBytes = 1 << 20;  // a small size loops up to this many bytes per timing
 
 struct Noncontiguous {
@@ -231,12 +235,12 @@ Noncontiguous measure_noncontiguous(const Options& opt, int rank, int size, long
   if (size < 2) return n;
   PairExchange x;
   if ((rank ^ 1) < size) x.partner = rank ^ 1;
-  const auto largest = static_cast<std::size_t>(opt.noncontiguous_max_bytes);
+  const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
   x.send.resize(largest), x.received.resize(largest), x.strided.resize(2 * largest);
   for (std::int64_t block : kNoncontiguousBlocks) {
     tb::fpga::MeasuredCurve send, recv;
-    for (std::int64_t bytes : kNoncontiguousSizes) {
-      if (bytes < 4 * block || bytes > opt.noncontiguous_max_bytes) continue;  // at least 4 blocks
+    for (std::int64_t bytes : kPairSizes) {
+      if (bytes < 4 * block || bytes > opt.pairs_max_bytes) continue;  // at least 4 blocks
       const auto m = exchange_medians(x, bytes, block);
       send.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, m[vector_send] - m[contiguous]));
       recv.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, m[vector_receive] - m[contiguous]));
@@ -250,6 +254,87 @@ Noncontiguous measure_noncontiguous(const Options& opt, int rank, int size, long
   n.send.check("tb-beff's non-contiguous sends");
   n.recv.check("tb-beff's non-contiguous receives");
   return n;
+}
+
+// The node handoffs. Ranks in pairs within a node (local ranks 0-1, 2-3, ...; a rank without a
+// partner on its node only waits), every pair at once: each rank copies L bytes of its own into
+// its slot of a window the pair shares, MPI_Barrier, and copies the partner's slot into a private
+// array (node_leader's staged path); against the same two copies and barrier with the second copy
+// reading the rank's own scratch. Per L (the non-contiguous exchanges' sizes): the median over
+// repetitions (each the MAX over ranks) of the first minus that of the second, never below 0: the
+// extra time of reading bytes another core has just written. The copied-out bytes are checked.
+constexpr int kHandoffRepetitions = 9;
+
+struct HandoffPair {
+  MPI_Comm pair = MPI_COMM_NULL;  // this rank and its partner; MPI_COMM_NULL: no partner
+  MPI_Win window = MPI_WIN_NULL;
+  unsigned char *slot = nullptr, *partner_slot = nullptr;
+  std::vector<unsigned char> own, received, scratch;
+  long long wrong = 0;
+};
+
+// Seconds of: copy `bytes` into `to`, barrier, copy `from` out; the slowest rank's.
+double copy_barrier_copy(HandoffPair& h, unsigned char* to, const unsigned char* from, std::int64_t bytes) {
+  const auto n = static_cast<std::size_t>(bytes);
+  TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  double seconds = MPI_Wtime();
+  if (h.pair != MPI_COMM_NULL) std::memcpy(to, h.own.data(), n);
+  TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  if (h.pair != MPI_COMM_NULL) std::memcpy(h.received.data(), from, n);
+  seconds = MPI_Wtime() - seconds;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  return seconds;
+}
+
+// The pair's shared window, or no pair: a rank alone on its node, or the last of an odd count.
+HandoffPair make_handoff_pair(std::int64_t largest) {
+  HandoffPair h;
+  MPI_Comm node;
+  int local = 0, on_node = 1;
+  TB_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  TB_MPI_CHECK(MPI_Comm_rank(node, &local));
+  TB_MPI_CHECK(MPI_Comm_size(node, &on_node));
+  const bool paired = (local ^ 1) < on_node;
+  TB_MPI_CHECK(MPI_Comm_split(node, paired ? local / 2 : MPI_UNDEFINED, local, &h.pair));
+  TB_MPI_CHECK(MPI_Comm_free(&node));
+  if (h.pair == MPI_COMM_NULL) return h;
+  TB_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(largest), 1, MPI_INFO_NULL, h.pair, &h.slot, &h.window));
+  MPI_Aint size = 0;
+  int unit = 0;
+  int mine = 0;
+  TB_MPI_CHECK(MPI_Comm_rank(h.pair, &mine));
+  TB_MPI_CHECK(MPI_Win_shared_query(h.window, 1 - mine, &size, &unit, &h.partner_slot));
+  const auto n = static_cast<std::size_t>(largest);
+  h.own.assign(n, static_cast<unsigned char>(1 + mine));
+  h.received.assign(n, 0), h.scratch.assign(n, 0);
+  return h;
+}
+
+// Empty where no rank has a partner on its node.
+tb::fpga::MeasuredCurve measure_node_handoff(const Options& opt, long long& wrong) {
+  HandoffPair h = make_handoff_pair(opt.pairs_max_bytes);
+  int paired = h.pair != MPI_COMM_NULL;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &paired, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  tb::fpga::MeasuredCurve curve;
+  for (std::int64_t bytes : kPairSizes) {
+    if (!paired || bytes > opt.pairs_max_bytes) break;
+    tb::Timing handoff{.inner = 1, .seconds_per_op = {}}, own{.inner = 1, .seconds_per_op = {}};
+    for (int rep = 0; rep < kHandoffRepetitions; ++rep) {
+      handoff.seconds_per_op.push_back(copy_barrier_copy(h, h.slot, h.partner_slot, bytes));
+      if (h.pair != MPI_COMM_NULL) {
+        const unsigned char expected = h.own[0] == 1 ? 2 : 1;  // the partner's bytes
+        h.wrong += std::count_if(h.received.begin(), h.received.begin() + bytes, [&](unsigned char c) { return c != expected; });
+      }
+      own.seconds_per_op.push_back(copy_barrier_copy(h, h.scratch.data(), h.scratch.data(), bytes));
+    }
+    curve.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, handoff.median() - own.median()));
+  }
+  if (h.window != MPI_WIN_NULL) TB_MPI_CHECK(MPI_Win_free(&h.window));
+  if (h.pair != MPI_COMM_NULL) TB_MPI_CHECK(MPI_Comm_free(&h.pair));
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &h.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  wrong += h.wrong;
+  curve.check("tb-beff's node handoffs");
+  return curve;
 }
 
 // b_eff with the loop lengths actually run (they differ from the rules' only with --loop-divisor),
@@ -356,6 +441,12 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
                 "sent %.1f / %.1f us, received %.1f / %.1f us\n",
                 b.host.send_extra.extra_s(1 << 20, 64) * 1e6, b.host.send_extra.extra_s(1 << 20, 262144) * 1e6,
                 b.host.recv_extra.extra_s(1 << 20, 64) * 1e6, b.host.recv_extra.extra_s(1 << 20, 262144) * 1e6);
+  if (b.host.node_handoff.empty())
+    std::printf("  node handoffs: not measured (they need two ranks on one node)\n");
+  else
+    std::printf("  node handoffs (copy out of a partner's fresh bytes, extra over own bytes, median): 64 KiB %.2f us, "
+                "1 MiB %.2f us\n",
+                b.host.node_handoff_s(64 << 10) * 1e6, b.host.node_handoff_s(1 << 20) * 1e6);
   std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
               library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
 }
@@ -386,7 +477,9 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                                   "message_seconds_by_bytes (each size's exchange median / 2), "
                                   "self_message_seconds_by_bytes (each size's self exchange median), "
                                   "noncontiguous_{send,recv}_extra_seconds (per block size, a paired exchange's "
-                                  "median with that side a vector minus its contiguous median)"},
+                                  "median with that side a vector minus its contiguous median), "
+                                  "node_handoff_extra_seconds_by_bytes (a copy out of a node partner's fresh bytes "
+                                  "minus a copy of the rank's own)"},
                       {"kind", "host"},
                       {"host", b.host},
                       {"library", library},
@@ -407,6 +500,7 @@ int run(const Options& opt) {
   const Noncontiguous noncontiguous = measure_noncontiguous(opt, rank, size, x.wrong);
   b.host.send_extra = noncontiguous.send;
   b.host.recv_extra = noncontiguous.recv;
+  b.host.node_handoff = measure_node_handoff(opt, x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
@@ -436,8 +530,9 @@ int main(int argc, char** argv) {
   app.add_option("--loop-divisor", opt.loop_divisor, "divide every loop length (quick runs; the output says so)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--noncontiguous-max-bytes", opt.noncontiguous_max_bytes,
-                 "largest message of the non-contiguous exchanges (sizes 4 KiB to 16 MiB in steps of 4x, up to it)")
+  app.add_option("--pairs-max-bytes", opt.pairs_max_bytes,
+                 "largest size of the paired measurements, the non-contiguous exchanges and the node handoffs (sizes "
+                 "4 KiB to 16 MiB in steps of 4x, up to it)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
