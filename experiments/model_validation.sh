@@ -2,7 +2,8 @@
 # The calibrated host model against measurement on this machine (fpga_transport issue, item 6;
 # issue 19, item 2: a validation that one lucky run cannot fool).
 # 1. Calibration: tb-beff on 2 ranks measures the host network (one message per size: the
-#    exchange median / 2, and the Hockney fit's beta beyond the largest size) -> host.json;
+#    exchange median / 2, and the Hockney fit's beta beyond the largest size; self messages,
+#    the extra of non-contiguous messages, node handoffs; docs/cost-model.md) -> host.json;
 #    tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
 #    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json.
 # 2. Measured, every algorithm tb-model can cost (tb-model --list-algorithms), each point the
