@@ -155,6 +155,7 @@ std::vector<Phase> ucx_zcopy_schedule(const CommPattern& pat, const ScheduleOpti
   const int n = pat.ranks();
   Phase pack = empty_phase("pack small-block peers", n), send = empty_phase("zero-copy gets and packed messages", n),
         unpack = empty_phase("unpack small-block peers", n);
+  send.zero_copy_gets = true;
   self_copies(pack, pat);
   for (int s = 0; s < n; ++s)
     for (int d = 0; d < n; ++d) {
@@ -292,7 +293,7 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
                                   library_work_s(p.library_recv[r], network, library, memory, working_set[r], false) +
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +
                                   node_handoff_s(p, r, network, memory));
-    const double comm = network.phase_time_s(p.messages);
+    const double comm = p.zero_copy_gets ? network.gets_phase_time_s(p.messages) : network.phase_time_s(p.messages);
     c.local_s += local;
     c.communication_s += comm;
     for (const auto& m : p.messages) c.messages += m.src != m.dst;

@@ -28,8 +28,9 @@
 //                   whose unpack reads what other ranks wrote (a node handoff).
 //                   The self part is one copy either way.
 //   ucx_zcopy       peers whose blocks average at least `pack_below` bytes move with one
-//                   zero-copy message per contiguous piece (min of send and receive blocks) and
-//                   no local work; smaller ones are packed, sent as one message, and unpacked.
+//                   zero-copy get per contiguous piece (min of send and receive blocks) and no
+//                   local work; smaller ones are packed, got as one piece, and unpacked. Every
+//                   message is a get made by its receiver (Phase::zero_copy_gets).
 #pragma once
 
 #include "fpga_transport/link_models.hpp"
@@ -70,6 +71,9 @@ struct Phase {
   // (node_leader's unpack from the node's staging); where the network measured node handoffs they
   // cost that extra time on top of the copy (empty: none in the phase)
   std::vector<double> handoff_bytes;
+  // the messages are one-sided zero-copy gets made by their receivers (ucx_zcopy), costed by
+  // Network::gets_phase_time_s
+  bool zero_copy_gets = false;
 };
 
 struct ScheduleOptions {

@@ -164,6 +164,7 @@ void to_json(nlohmann::json& j, const HostMessage& m) {
   if (!m.send_extra.empty()) j["noncontiguous_send_extra_seconds"] = m.send_extra;
   if (!m.recv_extra.empty()) j["noncontiguous_recv_extra_seconds"] = m.recv_extra;
   if (!m.node_handoff.empty()) j["node_handoff_extra_seconds_by_bytes"] = m.node_handoff;
+  if (!m.gets.empty()) j["get_seconds_by_bytes"] = m.gets;
 }
 void to_json(nlohmann::json& j, const NoncontiguousExtra& m) {
   j = nlohmann::json::array();
@@ -201,10 +202,10 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   check_keys(j, "",
              {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes",
               "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds",
-              "node_handoff_extra_seconds_by_bytes"});
+              "node_handoff_extra_seconds_by_bytes", "get_seconds_by_bytes"});
   nlohmann::json fit = j;
   for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds",
-                          "noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes"})
+                          "noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes", "get_seconds_by_bytes"})
     fit.erase(key);
   fit.get_to(m.fit);
   read_curve(j, "message_seconds_by_bytes", m.measured);
@@ -212,6 +213,7 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   read_curve(j, "noncontiguous_send_extra_seconds", m.send_extra);
   read_curve(j, "noncontiguous_recv_extra_seconds", m.recv_extra);
   read_curve(j, "node_handoff_extra_seconds_by_bytes", m.node_handoff);
+  read_curve(j, "get_seconds_by_bytes", m.gets);
   if (m.send_extra.empty() != m.recv_extra.empty())
     throw std::invalid_argument("keys 'noncontiguous_send_extra_seconds' and 'noncontiguous_recv_extra_seconds' come "
                                 "together (tb-beff measures both); one is missing");

@@ -96,7 +96,9 @@ struct NoncontiguousExtra {
 // time of copying L bytes out of memory another rank of the node has just written (a shared
 // window), over the same copy of bytes the rank wrote itself (tb-beff's node handoffs); empty:
 // not measured. node_handoff_s(L) reads it as NoncontiguousExtra reads its curves (below the
-// first size scaled to 0 at 0 bytes).
+// first size scaled to 0 at 0 bytes). `gets`: the measured time of one zero-copy get of L bytes,
+// made by the receiver alone (tb-beff's gets: ucx_zcopy's UCX gets in pairs, issued back to back);
+// empty: not measured.
 struct HostMessage {
   Hockney fit;
   MeasuredCurve measured;
@@ -104,6 +106,7 @@ struct HostMessage {
   NoncontiguousExtra send_extra, recv_extra;
   MeasuredCurve node_handoff;
   double node_handoff_s(double bytes) const;
+  MeasuredCurve gets;
   bool is_measured() const { return !measured.empty(); }
   double message_time_s(double bytes) const;
 };

@@ -31,6 +31,11 @@ const std::vector<ModelTerm>& switchable_terms() {
        "tb-beff --fit-out, key 'host.node_handoff_extra_seconds_by_bytes': ranks in pairs on one node, copy into a "
        "shared window, barrier, copy the partner's bytes out; the median minus the median of the same with both "
        "copies in the rank's own memory"},
+      {"zero_copy_gets",
+       "host: ucx_zcopy's pieces as one-sided gets by their receivers at the measured time of a get, a rank's gets "
+       "one after another, instead of MPI messages",
+       "tb-beff --fit-out, key 'host.get_seconds_by_bytes': ranks in pairs, gets of L bytes issued back to back on "
+       "ucx_zcopy's UCX state; the median seconds per get"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -54,6 +59,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_noncontiguous_messages();
   } else if (term == "node_handoff") {
     for (Network& n : networks) n.drop_node_handoff();
+  } else if (term == "zero_copy_gets") {
+    for (Network& n : networks) n.drop_zero_copy_gets();
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
   } else if (term == "local_work") {

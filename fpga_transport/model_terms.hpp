@@ -17,6 +17,8 @@
 //                     instead of a pass of the library's engine (non-contiguous self messages too)
 //   node_handoff      host: node_leader's unpack from the node's staging (bytes other ranks just
 //                     wrote) at tb-beff's measured extra time of such a copy
+//   zero_copy_gets    host: ucx_zcopy's pieces as one-sided gets by their receivers at tb-beff's
+//                     measured time per get, instead of MPI messages
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

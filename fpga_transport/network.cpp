@@ -275,6 +275,15 @@ double Network::host_phase_s(const std::vector<Message>& messages) const {
   return slowest;
 }
 
+double Network::gets_phase_time_s(const std::vector<Message>& messages) const {
+  const MeasuredCurve* gets = zero_copy_gets();
+  if (!gets) return phase_time_s(messages);
+  std::vector<double> getting_s(static_cast<std::size_t>(ranks_), 0.0);
+  for (const Message& m : messages)
+    if (m.src != m.dst && m.bytes > 0) getting_s[m.dst] += gets->time_s(m.bytes);
+  return *std::max_element(getting_s.begin(), getting_s.end());
+}
+
 IecLink Network::link_model(int u, int v) const {
   IecLink m = iec_;
   for (const Edge& e : adjacency_[u])
@@ -409,6 +418,10 @@ std::string Network::describe() const {
       if (node_handoff())
         s << "; node handoffs measured (tb-beff, " << host_.node_handoff.seconds_by_bytes.size()
           << " sizes): 256 KiB " << host_.node_handoff_s(256 << 10) * 1e6 << " us extra";
+      if (zero_copy_gets())
+        s << "; zero-copy gets measured (tb-beff, " << host_.gets.seconds_by_bytes.size()
+          << " sizes): 64 KiB " << host_.gets.time_s(64 << 10) * 1e6 << " us, 1 MiB " << host_.gets.time_s(1 << 20) * 1e6
+          << " us per get";
       if (has_library_)
         s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
           << " ns per block";

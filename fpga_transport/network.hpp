@@ -72,6 +72,10 @@ class Network {
 
   // Seconds for one phase of concurrent messages (self messages ignored).
   double phase_time_s(const std::vector<Message>& messages) const;
+  // Seconds for one phase of one-sided zero-copy gets, each made by its message's receiver: on a
+  // host with measured gets (zero_copy_gets()), the slowest rank's gets one after another at
+  // their measured time, its senders idle; otherwise phase_time_s, as messages like any other.
+  double gets_phase_time_s(const std::vector<Message>& messages) const;
   // One message alone (ping-pong half round trip on a quiet network).
   double message_time_s(int src, int dst, double bytes) const;
 
@@ -104,6 +108,11 @@ class Network {
     return kind_ == NetworkKind::host && !host_.node_handoff.empty() ? &host_ : nullptr;
   }
   void drop_node_handoff() { host_.node_handoff = {}; }
+  // The measured time of one zero-copy get (host with tb-beff's gets), or null.
+  const MeasuredCurve* zero_copy_gets() const {
+    return kind_ == NetworkKind::host && !host_.gets.empty() ? &host_.gets : nullptr;
+  }
+  void drop_zero_copy_gets() { host_.gets = {}; }
   // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 

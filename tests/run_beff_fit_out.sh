@@ -8,7 +8,9 @@
 # times (host.noncontiguous_{send,recv}_extra_seconds), per block size, every size of at least 4
 # blocks, which tb-model names too, and not with --without noncontiguous_messages; and the node
 # handoffs (host.node_handoff_extra_seconds_by_bytes), one extra >= 0 per size up to
-# --pairs-max-bytes (65536 here), named by tb-model, and not with --without node_handoff.
+# --pairs-max-bytes (65536 here), named by tb-model, and not with --without node_handoff; and where
+# the testbed has UCX the zero-copy gets (host.get_seconds_by_bytes), one positive time per size
+# 64 B - 64 KiB, named by tb-model, and not with --without zero_copy_gets (without UCX: no such key).
 #   run_beff_fit_out.sh OUT_DIR TB_MODEL MEMORY_JSON MPIEXEC [mpiexec args...] TB_BEFF [tb-beff args...]
 set -euo pipefail
 out=$1 model=$2 memory=$3
@@ -47,6 +49,13 @@ handoff = host["node_handoff_extra_seconds_by_bytes"]
 if [b for b, _ in handoff] != [4096, 16384, 65536] or any(s < 0 for _, s in handoff):
     sys.exit(f"run_beff_fit_out: FAILED: the node handoffs {handoff} are not one extra >= 0 per size 4-64 KiB")
 print(f"run_beff_fit_out: node handoffs at {len(handoff)} sizes")
+gets = host.get("get_seconds_by_bytes")
+if gets is None:
+    print("run_beff_fit_out: zero-copy gets not measured")
+elif [b for b, _ in gets] != [64, 256, 1024, 4096, 16384, 65536] or any(s <= 0 for _, s in gets):
+    sys.exit(f"run_beff_fit_out: FAILED: the zero-copy gets {gets} are not one positive time per size 64 B - 64 KiB")
+else:
+    print(f"run_beff_fit_out: zero-copy gets at {len(gets)} sizes")
 EOF
 "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
   grep -E "host measured messages \(tb-beff exchange medians / 2, [0-9]+ sizes\)"
@@ -72,5 +81,14 @@ if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory"
   grep -q "node handoffs measured"; then
   echo "run_beff_fit_out: FAILED: --without node_handoff still names the node handoffs"
   exit 1
+fi
+if grep -q get_seconds_by_bytes "$out/host.json"; then
+  "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
+    grep -E "zero-copy gets measured \(tb-beff, [0-9]+ sizes\)"
+  if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without zero_copy_gets |
+    grep -q "zero-copy gets measured"; then
+    echo "run_beff_fit_out: FAILED: --without zero_copy_gets still names the zero-copy gets"
+    exit 1
+  fi
 fi
 echo "run_beff_fit_out: ok"

@@ -460,6 +460,35 @@ TEST(CostTerms, NodeHandoffForTheUnpackFromStaging) {
   EXPECT_NEAR(cost({staged[2]}, nets[0], m).local_s, 1.5e-6, 1e-12);
 }
 
+// Zero-copy gets (ucx_zcopy, 3 ranks, every piece direct). A host measured at 2 us per get of
+// 1000 B and 5 us per get of 4000 B, and at 10 us / 40 us per MPI message of the same sizes. Rank 1
+// gets 4000 B from rank 0 (5 us) and 2500 B from rank 2 (2 + 1500 x 3 / 3000 = 3.5 us), one after
+// another: 8.5 us; rank 0 gets 1000 B from rank 1: 2 us; senders do nothing. The phase costs
+// 8.5 us. With the term off the pieces are MPI messages: rank 1 receives 40 + 25 us = 65 us.
+TEST(CostTerms, ZeroCopyGetsByTheirReceiversAtTheirMeasuredTime) {
+  nlohmann::json spec = {{"kind", "host"},
+                         {"host",
+                          {{"alpha_s", 0.0},
+                           {"beta_s_per_byte", 0.0},
+                           {"message_seconds_by_bytes", {{1000, 10e-6}, {4000, 40e-6}}},
+                           {"get_seconds_by_bytes", {{1000, 2e-6}, {4000, 5e-6}}}}}};
+  std::vector<Network> nets{Network::from_json(spec, 3)};
+  MemoryModel m = plain_memory(1e9, 0.0);
+  CommPattern p(3);
+  p.at(0, 1) = {4000, 1, 1};
+  p.at(2, 1) = {2500, 1, 1};
+  p.at(1, 0) = {1000, 1, 1};
+  const auto phases = schedule("ucx_zcopy", p, {.pack_below_bytes = 1.0});
+  ASSERT_EQ(phases.size(), 3u);
+  EXPECT_FALSE(phases[0].zero_copy_gets);
+  EXPECT_TRUE(phases[1].zero_copy_gets);
+  EXPECT_FALSE(phases[2].zero_copy_gets);
+  EXPECT_NEAR(cost({phases[1]}, nets[0], m).communication_s, 8.5e-6, 1e-12);
+  switch_off("zero_copy_gets", nets, m);
+  EXPECT_EQ(nets[0].zero_copy_gets(), nullptr);
+  EXPECT_NEAR(cost({phases[1]}, nets[0], m).communication_s, 65e-6, 1e-12);
+}
+
 // pairwise: the self copies in a phase of their own, then P - 1 = 1 step with both messages.
 TEST(CostTerms, PairwiseScheduleSelfCopyThenSteps) {
   const auto p = schedule("pairwise", two_rank_pattern(), {});
@@ -550,7 +579,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 9u);
+  ASSERT_EQ(switchable_terms().size(), 10u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <stdexcept>
 
 namespace tb {
@@ -438,6 +439,67 @@ UcxZcopyStats ucx_zcopy_stats(MPI_Comm comm) {
     stats.transports = state->transports;
   }
   return stats;
+}
+
+namespace {
+// The partner's array for ucx_zcopy_time_gets(): its address and an rkey of this rank's own,
+// destroyed with it (the calls' rkeys per peer are left as they are).
+struct PartnerArray {
+  std::int64_t origin = 0;
+  ucp_rkey_h rkey = nullptr;
+  PartnerArray() = default;
+  PartnerArray(const PartnerArray&) = delete;
+  PartnerArray& operator=(const PartnerArray&) = delete;
+  ~PartnerArray() {
+    if (rkey != nullptr) ucp_rkey_destroy(rkey);
+  }
+};
+
+// Registers `mine` and swaps its address and packed rkey with `partner`'s.
+void exchange_arrays(UcxState& state, int partner, std::span<std::byte> mine, PartnerArray& theirs) {
+  const std::vector<std::byte> rkey = state.registration(address_at(mine.data(), 0), mine.size()).rkey;
+  const std::int64_t out[2] = {static_cast<std::int64_t>(address_at(mine.data(), 0)),
+                               static_cast<std::int64_t>(rkey.size())};
+  std::int64_t in[2] = {0, 0};
+  TB_MPI_CHECK(PMPI_Sendrecv(out, 2, MPI_INT64_T, partner, 0, in, 2, MPI_INT64_T, partner, 0, state.peers,
+                             MPI_STATUS_IGNORE));
+  std::vector<std::byte> packed(static_cast<std::size_t>(in[1]));
+  TB_MPI_CHECK(PMPI_Sendrecv(rkey.data(), static_cast<int>(rkey.size()), MPI_BYTE, partner, 1, packed.data(),
+                             static_cast<int>(packed.size()), MPI_BYTE, partner, 1, state.peers, MPI_STATUS_IGNORE));
+  theirs.origin = in[0];
+  check_ucx(ucp_ep_rkey_unpack(state.endpoints[partner], packed.data(), &theirs.rkey), "ucp_ep_rkey_unpack");
+}
+}  // namespace
+
+double ucx_zcopy_time_gets(MPI_Comm comm, int partner, std::span<std::byte> mine, std::span<std::byte> into,
+                           std::int64_t bytes, int gets) {
+  if (bytes <= 0 || gets <= 0 || (partner != MPI_PROC_NULL && static_cast<std::int64_t>(into.size()) < bytes))
+    throw std::invalid_argument("ucx_zcopy_time_gets: " + std::to_string(gets) + " gets of " + std::to_string(bytes) +
+                                " bytes into an array of " + std::to_string(into.size()));
+  UcxState& state = ucx_state(comm);
+  PartnerArray theirs;
+  ucp_mem_h local = nullptr;
+  if (partner != MPI_PROC_NULL) {
+    exchange_arrays(state, partner, mine, theirs);
+    local = state.registration(address_at(into.data(), 0), into.size()).memh;
+  }
+  std::vector<void*> requests;
+  std::int64_t issued = 0;
+  TB_MPI_CHECK(PMPI_Barrier(state.peers));
+  const double start = PMPI_Wtime();
+  if (partner != MPI_PROC_NULL) {
+    PeerGets run(state.endpoints[partner], theirs.rkey, local, requests, issued);
+    for (std::int64_t i = 0, offset = 0; i < gets; ++i, offset += bytes) {
+      if (offset + bytes > static_cast<std::int64_t>(into.size())) offset = 0;
+      run.add(theirs.origin + offset, into.data() + offset, bytes);
+      run.flush();  // one get each, never merged with the next
+    }
+  }
+  for (void* request : requests) state.wait(request, "ucp_get_nbx");
+  MPI_Request everyone = MPI_REQUEST_NULL;
+  TB_MPI_CHECK(PMPI_Ibarrier(state.peers, &everyone));
+  state.wait_for(everyone, "the completion barrier");
+  return (PMPI_Wtime() - start) / gets;
 }
 
 // The protocol's steps (ucx_zcopy.hpp): describe both sides, register and publish, match and get,

@@ -11,10 +11,14 @@
 // times messages with a non-contiguous send or receive side against the same bytes contiguous
 // (keys host.noncontiguous_send_extra_seconds, host.noncontiguous_recv_extra_seconds), and in pairs
 // on one node what copying out bytes the partner has just written costs over copying one's own
-// (key host.node_handoff_extra_seconds_by_bytes).
+// (key host.node_handoff_extra_seconds_by_bytes). Where the testbed has UCX, it times in pairs the
+// zero-copy gets ucx_zcopy makes, on ucx_zcopy's own UCX state (key host.get_seconds_by_bytes).
 //
 //   mpiexec -n 2 tb-beff --json beff.json --fit-out host.json
 #include "collectives/mpi_error.hpp"
+#if TB_HAVE_UCX
+#include "collectives/algorithms/ucx_zcopy.hpp"
+#endif
 #include "fpga_transport/beff.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
@@ -337,6 +341,49 @@ tb::fpga::MeasuredCurve measure_node_handoff(const Options& opt, long long& wron
   return curve;
 }
 
+// The zero-copy gets: ranks in pairs (0-1, 2-3, ...; a rank without a partner only waits), every
+// pair at once, on ucx_zcopy's UCX state for MPI_COMM_WORLD: each rank gets L bytes at a time from
+// its partner's registered array into its own, k gets issued back to back (k = 1 MiB / L, between
+// 1 and 256), then waits for them and for every rank's, as one ucx_zcopy call does. Per L (64 B to
+// 16 MiB in steps of 4x, up to --pairs-max-bytes): the median over repetitions (each the MAX over
+// ranks) of the seconds per get. The bytes got are checked. Empty without UCX or a pair.
+constexpr int kGetRepetitions = 5;
+constexpr std::int64_t kGetSizes[] = {64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
+constexpr std::int64_t kGetLoopBytes = 1 << 20;
+constexpr std::int64_t kMostGetsPerTiming = 256;
+
+#if TB_HAVE_UCX
+tb::fpga::MeasuredCurve measure_gets(const Options& opt, int rank, int size, long long& wrong) {
+  tb::fpga::MeasuredCurve curve;
+  if (size < 2) return curve;
+  const int partner = (rank ^ 1) < size ? rank ^ 1 : MPI_PROC_NULL;
+  const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
+  std::vector<std::byte> mine(largest, static_cast<std::byte>(1 + (rank & 1))), into(largest);
+  const auto expected = static_cast<std::byte>(1 + ((rank ^ 1) & 1));  // the partner's bytes
+  long long bad = 0;
+  for (std::int64_t bytes : kGetSizes) {
+    if (bytes > opt.pairs_max_bytes) break;
+    const int gets = static_cast<int>(std::clamp<std::int64_t>(kGetLoopBytes / bytes, 1, kMostGetsPerTiming));
+    tb::Timing timing{.inner = gets, .seconds_per_op = {}};
+    for (int rep = 0; rep < kGetRepetitions; ++rep) {
+      std::fill(into.begin(), into.begin() + bytes, std::byte{0});
+      double seconds = tb::ucx_zcopy_time_gets(MPI_COMM_WORLD, partner, mine, into, bytes, gets);
+      TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+      timing.seconds_per_op.push_back(seconds);
+      if (partner != MPI_PROC_NULL)
+        bad += std::count_if(into.begin(), into.begin() + bytes, [&](std::byte b) { return b != expected; });
+    }
+    curve.seconds_by_bytes.emplace_back(static_cast<double>(bytes), timing.median());
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  wrong += bad;
+  curve.check("tb-beff's zero-copy gets");
+  return curve;
+}
+#else
+tb::fpga::MeasuredCurve measure_gets(const Options&, int, int, long long&) { return {}; }
+#endif
+
 // b_eff with the loop lengths actually run (they differ from the rules' only with --loop-divisor),
 // the Hockney fit of one exchange, and the host's message model.
 struct Beff {
@@ -447,6 +494,11 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
     std::printf("  node handoffs (copy out of a partner's fresh bytes, extra over own bytes, median): 64 KiB %.2f us, "
                 "1 MiB %.2f us\n",
                 b.host.node_handoff_s(64 << 10) * 1e6, b.host.node_handoff_s(1 << 20) * 1e6);
+  if (b.host.gets.empty())
+    std::printf("  zero-copy gets: not measured (they need UCX and a pair of ranks)\n");
+  else
+    std::printf("  zero-copy gets (ucx_zcopy's UCX gets in pairs, per get, median): 64 KiB %.2f us, 1 MiB %.2f us\n",
+                b.host.gets.time_s(64 << 10) * 1e6, b.host.gets.time_s(1 << 20) * 1e6);
   std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
               library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
 }
@@ -479,7 +531,8 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                                   "noncontiguous_{send,recv}_extra_seconds (per block size, a paired exchange's "
                                   "median with that side a vector minus its contiguous median), "
                                   "node_handoff_extra_seconds_by_bytes (a copy out of a node partner's fresh bytes "
-                                  "minus a copy of the rank's own)"},
+                                  "minus a copy of the rank's own), "
+                                  "get_seconds_by_bytes (ucx_zcopy's UCX gets in pairs, per get)"},
                       {"kind", "host"},
                       {"host", b.host},
                       {"library", library},
@@ -501,6 +554,7 @@ int run(const Options& opt) {
   b.host.send_extra = noncontiguous.send;
   b.host.recv_extra = noncontiguous.recv;
   b.host.node_handoff = measure_node_handoff(opt, x.wrong);
+  b.host.gets = measure_gets(opt, rank, size, x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
@@ -531,8 +585,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--pairs-max-bytes", opt.pairs_max_bytes,
-                 "largest size of the paired measurements, the non-contiguous exchanges and the node handoffs (sizes "
-                 "4 KiB to 16 MiB in steps of 4x, up to it)")
+                 "largest size of the paired measurements, the non-contiguous exchanges, the node handoffs and the "
+                 "zero-copy gets (sizes up to 16 MiB in steps of 4x, up to it)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
