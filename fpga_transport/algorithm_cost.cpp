@@ -280,6 +280,13 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
       working_set[r] += p.local_bytes[r] + p.library_send[r].bytes + p.library_recv[r].bytes + self_message_of(p, r).bytes;
   }
+  // Each rank's memory traffic: its working set and the bytes of its messages, sent and received
+  // (what passes through the caches between two calls' uses of the same buffers).
+  std::vector<double> traffic = working_set;
+  for (const Phase& p : phases)
+    for (const Message& m : p.messages)
+      for (int r : {m.src, m.dst})
+        if (m.src != m.dst && static_cast<std::size_t>(r) < traffic.size()) traffic[static_cast<std::size_t>(r)] += m.bytes;
   for (const Phase& p : phases) {
     if (static_cast<int>(p.local_bytes.size()) > network.ranks())
       throw std::invalid_argument("the pattern has " + std::to_string(p.local_bytes.size()) + " ranks, the network " +
@@ -293,7 +300,8 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
                                   library_work_s(p.library_recv[r], network, library, memory, working_set[r], false) +
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +
                                   node_handoff_s(p, r, network, memory));
-    const double comm = p.zero_copy_gets ? network.gets_phase_time_s(p.messages) : network.phase_time_s(p.messages);
+    const double comm =
+        p.zero_copy_gets ? network.gets_phase_time_s(p.messages) : network.phase_time_s(p.messages, traffic);
     c.local_s += local;
     c.communication_s += comm;
     for (const auto& m : p.messages) c.messages += m.src != m.dst;

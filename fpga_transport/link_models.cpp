@@ -97,7 +97,7 @@ void NoncontiguousExtra::check(const std::string& what) const {
   for (std::size_t i = 0; i < by_block.size(); ++i) {
     const auto& [block, curve] = by_block[i];
     if (!(block > 0) || (i > 0 && !(block > by_block[i - 1].first)))
-      throw std::invalid_argument(what + ": block_bytes must be positive and increase strictly (entry " +
+      throw std::invalid_argument(what + ": the entries' sizes must be positive and increase strictly (entry " +
                                   std::to_string(i) + ")");
     if (curve.empty()) throw std::invalid_argument(what + ": entry " + std::to_string(i) + " has no points");
     curve.check(what + ", block " + std::to_string(static_cast<long long>(block)) + " B");
@@ -157,6 +157,25 @@ void from_json(const nlohmann::json& j, Hockney& m) {
   }
   if (m.alpha_s < 0 || m.beta_s_per_byte < 0) throw std::invalid_argument("Hockney: alpha_s and beta_s_per_byte must be >= 0");
 }
+namespace {
+// A table [{<key>: K, "seconds_by_bytes": [...]}, ...] (NoncontiguousExtra's, ColdMessageExtra's)
+// into (K, curve) pairs.
+void read_extra_table(const nlohmann::json& j, const char* key, std::vector<std::pair<double, MeasuredCurve>>& table) {
+  if (!j.is_array())
+    throw std::invalid_argument(std::string("expected [{\"") + key + "\": N, \"seconds_by_bytes\": [...]}, ...]");
+  table.clear();
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string where = "[" + std::to_string(i) + "].";
+    if (!j[i].is_object()) throw std::invalid_argument(where + " expected an object");
+    check_keys(j[i], where, {key, "seconds_by_bytes"});
+    double first = 0.0;
+    read_key(j[i], where, key, first, true);
+    if (!j[i].contains("seconds_by_bytes")) throw std::invalid_argument("missing required key '" + where + "seconds_by_bytes'");
+    table.emplace_back(first, j[i]["seconds_by_bytes"].get<MeasuredCurve>());
+  }
+}
+}  // namespace
+
 void to_json(nlohmann::json& j, const HostMessage& m) {
   j = m.fit;
   if (m.is_measured()) j["message_seconds_by_bytes"] = m.measured;
@@ -165,23 +184,22 @@ void to_json(nlohmann::json& j, const HostMessage& m) {
   if (!m.recv_extra.empty()) j["noncontiguous_recv_extra_seconds"] = m.recv_extra;
   if (!m.node_handoff.empty()) j["node_handoff_extra_seconds_by_bytes"] = m.node_handoff;
   if (!m.gets.empty()) j["get_seconds_by_bytes"] = m.gets;
+  if (!m.cold.empty()) j["cold_message_extra_seconds"] = m.cold;
+}
+void to_json(nlohmann::json& j, const ColdMessageExtra& m) {
+  j = nlohmann::json::array();
+  for (const auto& [traffic, curve] : m.table.by_block) j.push_back({{"traffic_bytes", traffic}, {"seconds_by_bytes", curve}});
+}
+void from_json(const nlohmann::json& j, ColdMessageExtra& m) {
+  read_extra_table(j, "traffic_bytes", m.table.by_block);
+  m.table.check("cold message extra");
 }
 void to_json(nlohmann::json& j, const NoncontiguousExtra& m) {
   j = nlohmann::json::array();
   for (const auto& [block, curve] : m.by_block) j.push_back({{"block_bytes", block}, {"seconds_by_bytes", curve}});
 }
 void from_json(const nlohmann::json& j, NoncontiguousExtra& m) {
-  if (!j.is_array()) throw std::invalid_argument("expected [{\"block_bytes\": B, \"seconds_by_bytes\": [...]}, ...]");
-  m.by_block.clear();
-  for (std::size_t i = 0; i < j.size(); ++i) {
-    const std::string where = "[" + std::to_string(i) + "].";
-    if (!j[i].is_object()) throw std::invalid_argument(where + " expected an object");
-    check_keys(j[i], where, {"block_bytes", "seconds_by_bytes"});
-    double block = 0.0;
-    read_key(j[i], where, "block_bytes", block, true);
-    if (!j[i].contains("seconds_by_bytes")) throw std::invalid_argument("missing required key '" + where + "seconds_by_bytes'");
-    m.by_block.emplace_back(block, j[i]["seconds_by_bytes"].get<MeasuredCurve>());
-  }
+  read_extra_table(j, "block_bytes", m.by_block);
   m.check("non-contiguous extra");
 }
 namespace {
@@ -202,10 +220,11 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   check_keys(j, "",
              {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes",
               "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds",
-              "node_handoff_extra_seconds_by_bytes", "get_seconds_by_bytes"});
+              "node_handoff_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"});
   nlohmann::json fit = j;
   for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds",
-                          "noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes", "get_seconds_by_bytes"})
+                          "noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes", "get_seconds_by_bytes",
+                          "cold_message_extra_seconds"})
     fit.erase(key);
   fit.get_to(m.fit);
   read_curve(j, "message_seconds_by_bytes", m.measured);
@@ -214,6 +233,7 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   read_curve(j, "noncontiguous_recv_extra_seconds", m.recv_extra);
   read_curve(j, "node_handoff_extra_seconds_by_bytes", m.node_handoff);
   read_curve(j, "get_seconds_by_bytes", m.gets);
+  read_curve(j, "cold_message_extra_seconds", m.cold);
   if (m.send_extra.empty() != m.recv_extra.empty())
     throw std::invalid_argument("keys 'noncontiguous_send_extra_seconds' and 'noncontiguous_recv_extra_seconds' come "
                                 "together (tb-beff measures both); one is missing");

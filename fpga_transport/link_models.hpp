@@ -88,6 +88,16 @@ struct NoncontiguousExtra {
   void check(const std::string& what) const;  // throws std::invalid_argument naming `what`
 };
 
+// The measured extra time of a message whose buffers T bytes of other memory traffic have pushed
+// out of the caches since their last use, over the same message sent again at once (tb-beff's cold
+// messages), per T: read as NoncontiguousExtra reads its table, with T in place of the block size
+// (the JSON names it traffic_bytes).
+struct ColdMessageExtra {
+  NoncontiguousExtra table;  // by_block holds (traffic bytes, curve)
+  bool empty() const { return table.empty(); }
+  double extra_s(double bytes, double traffic_bytes) const { return table.extra_s(bytes, traffic_bytes); }
+};
+
 // `self_measured` is the measured time of a message from a rank to itself (every rank sending
 // one to itself at once: tb-beff's self exchanges), which the library copies on its own path;
 // empty: no such measurement (the model then prices that copy as a plain memory copy).
@@ -98,7 +108,8 @@ struct NoncontiguousExtra {
 // not measured. node_handoff_s(L) reads it as NoncontiguousExtra reads its curves (below the
 // first size scaled to 0 at 0 bytes). `gets`: the measured time of one zero-copy get of L bytes,
 // made by the receiver alone (tb-beff's gets: ucx_zcopy's UCX gets in pairs, issued back to back);
-// empty: not measured.
+// empty: not measured. `cold`: the extra of a message after other memory traffic (above); empty:
+// not measured.
 struct HostMessage {
   Hockney fit;
   MeasuredCurve measured;
@@ -107,6 +118,7 @@ struct HostMessage {
   MeasuredCurve node_handoff;
   double node_handoff_s(double bytes) const;
   MeasuredCurve gets;
+  ColdMessageExtra cold;
   bool is_measured() const { return !measured.empty(); }
   double message_time_s(double bytes) const;
 };
@@ -203,6 +215,8 @@ void to_json(nlohmann::json& j, const PcieMpiPath& m);
 void from_json(const nlohmann::json& j, PcieMpiPath& m);
 void to_json(nlohmann::json& j, const NoncontiguousExtra& m);
 void from_json(const nlohmann::json& j, NoncontiguousExtra& m);
+void to_json(nlohmann::json& j, const ColdMessageExtra& m);
+void from_json(const nlohmann::json& j, ColdMessageExtra& m);
 void to_json(nlohmann::json& j, const MemoryModel& m);
 void from_json(const nlohmann::json& j, MemoryModel& m);
 

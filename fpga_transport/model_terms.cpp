@@ -36,6 +36,11 @@ const std::vector<ModelTerm>& switchable_terms() {
        "one after another, instead of MPI messages",
        "tb-beff --fit-out, key 'host.get_seconds_by_bytes': ranks in pairs, gets of L bytes issued back to back on "
        "ucx_zcopy's UCX state; the median seconds per get"},
+      {"cold_messages",
+       "host: each message also pays, on its sender's and its receiver's side, the measured extra of its buffers "
+       "being out of cache after the rank's memory traffic in the call (its working set and message bytes)",
+       "tb-beff --fit-out, key 'host.cold_message_extra_seconds': ranks in pairs, MPI_Sendrecv of L bytes after "
+       "each rank writes T bytes of other memory, per T; the median minus the median of the same exchange repeated"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -59,6 +64,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_noncontiguous_messages();
   } else if (term == "node_handoff") {
     for (Network& n : networks) n.drop_node_handoff();
+  } else if (term == "cold_messages") {
+    for (Network& n : networks) n.drop_cold_messages();
   } else if (term == "zero_copy_gets") {
     for (Network& n : networks) n.drop_zero_copy_gets();
   } else if (term == "streaming_stores") {

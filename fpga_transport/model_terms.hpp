@@ -19,6 +19,8 @@
 //                     wrote) at tb-beff's measured extra time of such a copy
 //   zero_copy_gets    host: ucx_zcopy's pieces as one-sided gets by their receivers at tb-beff's
 //                     measured time per get, instead of MPI messages
+//   cold_messages     host: a message's extra time when the rank's memory traffic in the call has
+//                     pushed its buffers out of cache, at tb-beff's measured extra by traffic
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

@@ -254,17 +254,22 @@ double Network::cluster_phase_s(const std::vector<Message>& messages) const {
 
 // Per rank its sent and its received messages one after another, the larger of the two; the
 // phase takes the slowest rank. Hockney: n_sent alpha + max(bytes out, bytes in) beta.
-double Network::host_phase_s(const std::vector<Message>& messages) const {
+double Network::host_phase_s(const std::vector<Message>& messages, const std::vector<double>* traffic_bytes) const {
   std::vector<double> out(static_cast<std::size_t>(ranks_)), in(out.size()), sent(out.size());
   std::vector<double> sending_s(out.size()), receiving_s(out.size());
+  const ColdMessageExtra* cold = traffic_bytes ? cold_messages() : nullptr;
+  auto cold_s = [&](int rank, double bytes) {
+    return cold && static_cast<std::size_t>(rank) < traffic_bytes->size() ? cold->extra_s(bytes, (*traffic_bytes)[rank])
+                                                                          : 0.0;
+  };
   for (const Message& m : messages) {
     if (m.src == m.dst || m.bytes <= 0) continue;
     out[m.src] += m.bytes;
     in[m.dst] += m.bytes;
     sent[m.src] += 1;
     if (host_.is_measured()) {
-      sending_s[m.src] += host_.message_time_s(m.bytes);
-      receiving_s[m.dst] += host_.message_time_s(m.bytes);
+      sending_s[m.src] += host_.message_time_s(m.bytes) + cold_s(m.src, m.bytes);
+      receiving_s[m.dst] += host_.message_time_s(m.bytes) + cold_s(m.dst, m.bytes);
     }
   }
   double slowest = 0.0;
@@ -273,6 +278,10 @@ double Network::host_phase_s(const std::vector<Message>& messages) const {
                                     ? std::max(sending_s[r], receiving_s[r])
                                     : sent[r] * host_.fit.alpha_s + std::max(out[r], in[r]) * host_.fit.beta_s_per_byte);
   return slowest;
+}
+
+double Network::phase_time_s(const std::vector<Message>& messages, const std::vector<double>& traffic_bytes) const {
+  return kind_ == NetworkKind::host ? host_phase_s(messages, &traffic_bytes) : phase_time_s(messages);
 }
 
 double Network::gets_phase_time_s(const std::vector<Message>& messages) const {
@@ -422,6 +431,10 @@ std::string Network::describe() const {
         s << "; zero-copy gets measured (tb-beff, " << host_.gets.seconds_by_bytes.size()
           << " sizes): 64 KiB " << host_.gets.time_s(64 << 10) * 1e6 << " us, 1 MiB " << host_.gets.time_s(1 << 20) * 1e6
           << " us per get";
+      if (cold_messages())
+        s << "; cold messages measured (tb-beff, " << host_.cold.table.by_block.size()
+          << " traffic sizes): 1 MiB after 64 MiB of traffic " << host_.cold.extra_s(1 << 20, 64 << 20) * 1e6
+          << " us extra";
       if (has_library_)
         s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
           << " ns per block";

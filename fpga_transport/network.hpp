@@ -72,6 +72,10 @@ class Network {
 
   // Seconds for one phase of concurrent messages (self messages ignored).
   double phase_time_s(const std::vector<Message>& messages) const;
+  // The same, where each rank's call moves `traffic_bytes[rank]` through memory: on a host with
+  // measured cold messages (cold_messages()), each message also pays the extra of its buffers
+  // being out of cache after that much traffic, on its sender's and its receiver's side.
+  double phase_time_s(const std::vector<Message>& messages, const std::vector<double>& traffic_bytes) const;
   // Seconds for one phase of one-sided zero-copy gets, each made by its message's receiver: on a
   // host with measured gets (zero_copy_gets()), the slowest rank's gets one after another at
   // their measured time, its senders idle; otherwise phase_time_s, as messages like any other.
@@ -113,6 +117,12 @@ class Network {
     return kind_ == NetworkKind::host && !host_.gets.empty() ? &host_.gets : nullptr;
   }
   void drop_zero_copy_gets() { host_.gets = {}; }
+  // The measured extra of a message after other memory traffic (host with tb-beff's cold
+  // messages), or null.
+  const ColdMessageExtra* cold_messages() const {
+    return kind_ == NetworkKind::host && !host_.cold.empty() ? &host_.cold : nullptr;
+  }
+  void drop_cold_messages() { host_.cold = {}; }
   // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 
@@ -126,7 +136,7 @@ class Network {
   void build_routes();
   std::vector<bool> shares_node(const std::vector<double>& bytes) const;
   double cluster_phase_s(const std::vector<Message>& messages) const;
-  double host_phase_s(const std::vector<Message>& messages) const;
+  double host_phase_s(const std::vector<Message>& messages, const std::vector<double>* traffic_bytes = nullptr) const;
   IecLink link_model(int u, int v) const;  // the IEC model of the link u -> v (its channel count)
 
   std::string name_;

@@ -10,7 +10,9 @@
 # handoffs (host.node_handoff_extra_seconds_by_bytes), one extra >= 0 per size up to
 # --pairs-max-bytes (65536 here), named by tb-model, and not with --without node_handoff; and where
 # the testbed has UCX the zero-copy gets (host.get_seconds_by_bytes), one positive time per size
-# 64 B - 64 KiB, named by tb-model, and not with --without zero_copy_gets (without UCX: no such key).
+# 64 B - 64 KiB, named by tb-model, and not with --without zero_copy_gets (without UCX: no such key);
+# and the cold messages' extras (host.cold_message_extra_seconds), per traffic size 256 KiB - 64 MiB
+# one extra >= 0 per size 4-64 KiB, named by tb-model, and not with --without cold_messages.
 #   run_beff_fit_out.sh OUT_DIR TB_MODEL MEMORY_JSON MPIEXEC [mpiexec args...] TB_BEFF [tb-beff args...]
 set -euo pipefail
 out=$1 model=$2 memory=$3
@@ -56,6 +58,14 @@ elif [b for b, _ in gets] != [64, 256, 1024, 4096, 16384, 65536] or any(s <= 0 f
     sys.exit(f"run_beff_fit_out: FAILED: the zero-copy gets {gets} are not one positive time per size 64 B - 64 KiB")
 else:
     print(f"run_beff_fit_out: zero-copy gets at {len(gets)} sizes")
+cold = host["cold_message_extra_seconds"]
+traffic = [int(e["traffic_bytes"]) for e in cold]
+if traffic != [262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20] or any(
+        [b for b, _ in e["seconds_by_bytes"]] != [4096, 16384, 65536] or any(s < 0 for _, s in e["seconds_by_bytes"])
+        for e in cold):
+    sys.exit(f"run_beff_fit_out: FAILED: the cold messages {cold} are not one extra >= 0 per size 4-64 KiB "
+             "for traffic 256 KiB - 64 MiB")
+print(f"run_beff_fit_out: cold messages after {len(traffic)} traffic sizes")
 EOF
 "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
   grep -E "host measured messages \(tb-beff exchange medians / 2, [0-9]+ sizes\)"
@@ -80,6 +90,13 @@ fi
 if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without node_handoff |
   grep -q "node handoffs measured"; then
   echo "run_beff_fit_out: FAILED: --without node_handoff still names the node handoffs"
+  exit 1
+fi
+"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
+  grep -E "cold messages measured \(tb-beff, [0-9]+ traffic sizes\)"
+if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without cold_messages |
+  grep -q "cold messages measured"; then
+  echo "run_beff_fit_out: FAILED: --without cold_messages still names the cold messages"
   exit 1
 fi
 if grep -q get_seconds_by_bytes "$out/host.json"; then

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace tb::fpga {
 namespace {
 
@@ -489,6 +491,39 @@ TEST(CostTerms, ZeroCopyGetsByTheirReceiversAtTheirMeasuredTime) {
   EXPECT_NEAR(cost({phases[1]}, nets[0], m).communication_s, 65e-6, 1e-12);
 }
 
+// Cold messages. A host measured at 10 us / 40 us per message of 1000 / 4000 B, with the extra
+// after 1000 B of other traffic 1 us / 4 us and after 100000 B 10 us / 40 us. Rank 0 sends 1000 B
+// and receives 4000 B, rank 1 the reverse. Traffic {1000, 100000}: rank 1 sends 4000 B at
+// 40 + 40 us = 80 us, the slowest side. Traffic {1000, 10000} (halfway on log T): 40 + (4 + 40) / 2
+// = 62 us. Without traffic, or with the term off: 40 us. Through cost(), pairwise with 1000 B each
+// way and nothing else: each rank's traffic is 2000 B (sent and received), w = log 2 / log 100,
+// each message 10 + (1 - w) 1 + w 10 us.
+TEST(CostTerms, ColdMessagesPayTheExtraAfterTheCallsMemoryTraffic) {
+  nlohmann::json spec = {
+      {"kind", "host"},
+      {"host",
+       {{"alpha_s", 0.0},
+        {"beta_s_per_byte", 0.0},
+        {"message_seconds_by_bytes", {{1000, 10e-6}, {4000, 40e-6}}},
+        {"cold_message_extra_seconds",
+         {{{"traffic_bytes", 1000}, {"seconds_by_bytes", {{1000, 1e-6}, {4000, 4e-6}}}},
+          {{"traffic_bytes", 100000}, {"seconds_by_bytes", {{1000, 10e-6}, {4000, 40e-6}}}}}}}}};
+  std::vector<Network> nets{Network::from_json(spec, 2)};
+  const std::vector<Message> phase{{0, 1, 1000}, {1, 0, 4000}};
+  EXPECT_NEAR(nets[0].phase_time_s(phase, {1000, 100000}), 80e-6, 1e-12);
+  EXPECT_NEAR(nets[0].phase_time_s(phase, {1000, 10000}), 62e-6, 1e-12);
+  EXPECT_NEAR(nets[0].phase_time_s(phase), 40e-6, 1e-12);
+  MemoryModel m = plain_memory(1e9, 0.0);
+  CommPattern p(2);
+  p.at(0, 1) = {1000, 1, 1};
+  p.at(1, 0) = {1000, 1, 1};
+  const double w = std::log(2.0) / std::log(100.0);
+  EXPECT_NEAR(cost(schedule("pairwise", p, {}), nets[0], m).communication_s, 10e-6 + (1 - w) * 1e-6 + w * 10e-6, 1e-12);
+  switch_off("cold_messages", nets, m);
+  EXPECT_EQ(nets[0].cold_messages(), nullptr);
+  EXPECT_NEAR(nets[0].phase_time_s(phase, {1000, 100000}), 40e-6, 1e-12);
+}
+
 // pairwise: the self copies in a phase of their own, then P - 1 = 1 step with both messages.
 TEST(CostTerms, PairwiseScheduleSelfCopyThenSteps) {
   const auto p = schedule("pairwise", two_rank_pattern(), {});
@@ -579,7 +614,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 10u);
+  ASSERT_EQ(switchable_terms().size(), 11u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

@@ -13,6 +13,8 @@
 // on one node what copying out bytes the partner has just written costs over copying one's own
 // (key host.node_handoff_extra_seconds_by_bytes). Where the testbed has UCX, it times in pairs the
 // zero-copy gets ucx_zcopy makes, on ucx_zcopy's own UCX state (key host.get_seconds_by_bytes).
+// And in pairs it times messages whose buffers other memory traffic has pushed out of cache
+// against the same messages repeated at once (key host.cold_message_extra_seconds).
 //
 //   mpiexec -n 2 tb-beff --json beff.json --fit-out host.json
 #include "collectives/mpi_error.hpp"
@@ -260,6 +262,59 @@ Noncontiguous measure_noncontiguous(const Options& opt, int rank, int size, long
   return n;
 }
 
+// Cold messages: ranks in pairs, every pair at once: MPI_Sendrecv of L bytes each way right after
+// each rank wrote T bytes of a scratch array (other memory traffic between two uses of the
+// message's buffers, as the rest of a call makes it), against the same exchange repeated at once.
+// Per (T, L) the median over repetitions (each the MAX over ranks) of the first minus that of the
+// second, never below 0. L: the paired sizes up to --pairs-max-bytes. Received bytes are checked.
+constexpr int kColdRepetitions = 5;
+constexpr std::int64_t kColdTraffic[] = {256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
+
+// Seconds of one MPI_Sendrecv of `bytes` each way with the partner; the slowest rank's.
+double sendrecv_seconds(PairExchange& x, std::int64_t bytes) {
+  const int count = static_cast<int>(bytes);
+  TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  double seconds = MPI_Wtime();
+  TB_MPI_CHECK(MPI_Sendrecv(x.send.data(), count, MPI_BYTE, x.partner, 4, x.received.data(), count, MPI_BYTE,
+                            x.partner, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  seconds = MPI_Wtime() - seconds;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  return seconds;
+}
+
+// Needs a pair of ranks; on one rank nothing is measured (an empty table).
+tb::fpga::ColdMessageExtra measure_cold_messages(const Options& opt, int rank, int size, long long& wrong) {
+  tb::fpga::ColdMessageExtra cold;
+  if (size < 2) return cold;
+  PairExchange x;
+  if ((rank ^ 1) < size) x.partner = rank ^ 1;
+  constexpr unsigned char value = 0x5A;
+  const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
+  x.send.assign(largest, value), x.received.assign(largest, 0);
+  std::vector<unsigned char> scratch(static_cast<std::size_t>(std::end(kColdTraffic)[-1]));
+  for (std::int64_t traffic : kColdTraffic) {
+    tb::fpga::MeasuredCurve curve;
+    for (std::int64_t bytes : kPairSizes) {
+      if (bytes > opt.pairs_max_bytes) break;
+      tb::Timing after_traffic{.inner = 1, .seconds_per_op = {}}, again{.inner = 1, .seconds_per_op = {}};
+      for (int rep = 0; rep < kColdRepetitions; ++rep) {
+        std::memset(scratch.data(), rep, static_cast<std::size_t>(traffic));
+        after_traffic.seconds_per_op.push_back(sendrecv_seconds(x, bytes));
+        again.seconds_per_op.push_back(sendrecv_seconds(x, bytes));
+      }
+      if (x.partner != MPI_PROC_NULL)
+        x.wrong += std::count_if(x.received.begin(), x.received.begin() + bytes, [](unsigned char c) { return c != value; });
+      curve.seconds_by_bytes.emplace_back(static_cast<double>(bytes),
+                                          std::max(0.0, after_traffic.median() - again.median()));
+    }
+    cold.table.by_block.emplace_back(static_cast<double>(traffic), std::move(curve));
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &x.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  wrong += x.wrong;
+  cold.table.check("tb-beff's cold messages");
+  return cold;
+}
+
 // The node handoffs. Ranks in pairs within a node (local ranks 0-1, 2-3, ...; a rank without a
 // partner on its node only waits), every pair at once: each rank copies L bytes of its own into
 // its slot of a window the pair shares, MPI_Barrier, and copies the partner's slot into a private
@@ -499,6 +554,11 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   else
     std::printf("  zero-copy gets (ucx_zcopy's UCX gets in pairs, per get, median): 64 KiB %.2f us, 1 MiB %.2f us\n",
                 b.host.gets.time_s(64 << 10) * 1e6, b.host.gets.time_s(1 << 20) * 1e6);
+  if (b.host.cold.empty())
+    std::printf("  cold messages: not measured (they need a pair of ranks)\n");
+  else
+    std::printf("  cold messages (extra after other memory traffic, median), 1 MiB after 1 / 64 MiB: %.1f / %.1f us\n",
+                b.host.cold.extra_s(1 << 20, 1 << 20) * 1e6, b.host.cold.extra_s(1 << 20, 64 << 20) * 1e6);
   std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
               library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
 }
@@ -532,7 +592,9 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                                   "median with that side a vector minus its contiguous median), "
                                   "node_handoff_extra_seconds_by_bytes (a copy out of a node partner's fresh bytes "
                                   "minus a copy of the rank's own), "
-                                  "get_seconds_by_bytes (ucx_zcopy's UCX gets in pairs, per get)"},
+                                  "get_seconds_by_bytes (ucx_zcopy's UCX gets in pairs, per get), "
+                                  "cold_message_extra_seconds (per traffic size, a paired exchange's median after that "
+                                  "much other memory traffic minus its median repeated at once)"},
                       {"kind", "host"},
                       {"host", b.host},
                       {"library", library},
@@ -555,6 +617,7 @@ int run(const Options& opt) {
   b.host.recv_extra = noncontiguous.recv;
   b.host.node_handoff = measure_node_handoff(opt, x.wrong);
   b.host.gets = measure_gets(opt, rank, size, x.wrong);
+  b.host.cold = measure_cold_messages(opt, rank, size, x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
@@ -585,8 +648,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--pairs-max-bytes", opt.pairs_max_bytes,
-                 "largest size of the paired measurements, the non-contiguous exchanges, the node handoffs and the "
-                 "zero-copy gets (sizes up to 16 MiB in steps of 4x, up to it)")
+                 "largest size of the paired measurements, the non-contiguous exchanges, the node handoffs, the "
+                 "zero-copy gets and the cold messages (sizes up to 16 MiB in steps of 4x, up to it)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
