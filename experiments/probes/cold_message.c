@@ -1,0 +1,83 @@
+/* What an MPI message costs when its buffers are out of cache, against the same message with
+ * buffers just used: the question behind the host model's under-prediction of native and
+ * pairwise at 256 KiB - 1 MiB per peer, where tb-beff's message curve (the same buffers in every
+ * exchange) is far faster than the same messages inside a tb-bench call. Two ranks, both at once:
+ *   hot:  MPI_Sendrecv of L bytes each way, from and into the buffers the previous one used;
+ *   cold: the same, from and into parts of two 256 MiB arrays not touched for a long while (the
+ *         offsets walk through the arrays, which were written once at the start).
+ * Median of 9 per size, the slowest rank's, interleaved.
+ *
+ *   mpicc.mpich -O2 -o /tmp/cold_message experiments/probes/cold_message.c
+ *   mpiexec.mpich -n 2 /tmp/cold_message
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call_)                                                    \
+    do {                                                                \
+        if ((call_) != MPI_SUCCESS) {                                   \
+            fprintf(stderr, "cold_message: %s failed\n", #call_);       \
+            MPI_Abort(MPI_COMM_WORLD, 1);                               \
+        }                                                               \
+    } while (0)
+
+#define REPS 9
+#define ARRAY ((size_t) 256 << 20)
+#define LARGEST ((size_t) 16 << 20)
+
+static int compare(const void *a, const void *b)
+{
+    const double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* Seconds of one MPI_Sendrecv of `bytes` each way with the partner; the slowest rank's. */
+static double sendrecv(const char *send, char *recv, size_t bytes, int partner)
+{
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double t = MPI_Wtime();
+    CHECK(MPI_Sendrecv(send, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
+                       MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    t = MPI_Wtime() - t;
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    CHECK(MPI_Init(&argc, &argv));
+    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (size != 2) {
+        if (rank == 0) fprintf(stderr, "cold_message: run on 2 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    char *send = malloc(ARRAY), *recv = malloc(ARRAY);
+    if (!send || !recv) MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(send, 1, ARRAY);
+    memset(recv, 0, ARRAY);
+    if (rank == 0) printf("%10s %10s %10s %10s   (us, median of %d)\n", "bytes", "hot", "cold", "cold/hot", REPS);
+    size_t offset = LARGEST;  /* the cold parts: past the hot one, walking forward */
+    for (size_t bytes = 4096; bytes <= LARGEST; bytes *= 4) {
+        double hot[REPS], cold[REPS];
+        for (int r = 0; r < REPS; ++r) {
+            (void) sendrecv(send, recv, bytes, 1 - rank);  /* the hot buffers, just used */
+            hot[r] = sendrecv(send, recv, bytes, 1 - rank);
+            if (offset + bytes > ARRAY) offset = LARGEST;
+            cold[r] = sendrecv(send + offset, recv + offset, bytes, 1 - rank);
+            offset += 8 * bytes > ((size_t) 16 << 20) ? 8 * bytes : (size_t) 16 << 20;
+        }
+        qsort(hot, REPS, sizeof *hot, compare);
+        qsort(cold, REPS, sizeof *cold, compare);
+        if (rank == 0)
+            printf("%10zu %10.2f %10.2f %10.2f\n", bytes, 1e6 * hot[REPS / 2], 1e6 * cold[REPS / 2],
+                   cold[REPS / 2] / hot[REPS / 2]);
+    }
+    free(send);
+    free(recv);
+    CHECK(MPI_Finalize());
+    return 0;
+}
