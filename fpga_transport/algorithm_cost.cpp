@@ -301,7 +301,7 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +
                                   node_handoff_s(p, r, network, memory));
     const double comm =
-        p.zero_copy_gets ? network.gets_phase_time_s(p.messages) : network.phase_time_s(p.messages, traffic);
+        p.zero_copy_gets ? network.gets_phase_time_s(p.messages, traffic) : network.phase_time_s(p.messages, traffic);
     c.local_s += local;
     c.communication_s += comm;
     for (const auto& m : p.messages) c.messages += m.src != m.dst;

@@ -112,7 +112,9 @@ struct Cost {
 // Local work: plain copies on `memory`, with streaming stores where a rank copies
 // memory.streaming_from_bytes or more in the phase; the
 // library's packing on the network's library model when it has one (a calibrated host measures
-// MPI_Pack), else on `memory` too.
+// MPI_Pack), else on `memory` too. Communication: each phase's messages on the network, given
+// every rank's memory traffic in the call (its working set and message bytes; cold messages), a
+// phase of zero-copy gets as the receivers' gets.
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory);
 
 // The fixed software cost per call of `algorithm` (tb-model --overheads): its time measured at 1 B

@@ -100,7 +100,7 @@ void NoncontiguousExtra::check(const std::string& what) const {
       throw std::invalid_argument(what + ": the entries' sizes must be positive and increase strictly (entry " +
                                   std::to_string(i) + ")");
     if (curve.empty()) throw std::invalid_argument(what + ": entry " + std::to_string(i) + " has no points");
-    curve.check(what + ", block " + std::to_string(static_cast<long long>(block)) + " B");
+    curve.check(what + ", entry " + std::to_string(i) + " (" + std::to_string(static_cast<long long>(block)) + " B)");
   }
 }
 

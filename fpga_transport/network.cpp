@@ -253,10 +253,11 @@ double Network::cluster_phase_s(const std::vector<Message>& messages) const {
 }
 
 // Per rank its sent and its received messages one after another, the larger of the two; the
-// phase takes the slowest rank. Hockney: n_sent alpha + max(bytes out, bytes in) beta.
+// phase takes the slowest rank. Hockney: n_sent alpha + max(bytes out, bytes in) beta. Cold
+// messages add their extras to either, per side.
 double Network::host_phase_s(const std::vector<Message>& messages, const std::vector<double>* traffic_bytes) const {
   std::vector<double> out(static_cast<std::size_t>(ranks_)), in(out.size()), sent(out.size());
-  std::vector<double> sending_s(out.size()), receiving_s(out.size());
+  std::vector<double> sending_s(out.size()), receiving_s(out.size()), cold_sent_s(out.size()), cold_received_s(out.size());
   const ColdMessageExtra* cold = traffic_bytes ? cold_messages() : nullptr;
   auto cold_s = [&](int rank, double bytes) {
     return cold && static_cast<std::size_t>(rank) < traffic_bytes->size() ? cold->extra_s(bytes, (*traffic_bytes)[rank])
@@ -267,16 +268,19 @@ double Network::host_phase_s(const std::vector<Message>& messages, const std::ve
     out[m.src] += m.bytes;
     in[m.dst] += m.bytes;
     sent[m.src] += 1;
+    cold_sent_s[m.src] += cold_s(m.src, m.bytes);
+    cold_received_s[m.dst] += cold_s(m.dst, m.bytes);
     if (host_.is_measured()) {
-      sending_s[m.src] += host_.message_time_s(m.bytes) + cold_s(m.src, m.bytes);
-      receiving_s[m.dst] += host_.message_time_s(m.bytes) + cold_s(m.dst, m.bytes);
+      sending_s[m.src] += host_.message_time_s(m.bytes);
+      receiving_s[m.dst] += host_.message_time_s(m.bytes);
     }
   }
   double slowest = 0.0;
   for (int r = 0; r < ranks_; ++r)
     slowest = std::max(slowest, host_.is_measured()
-                                    ? std::max(sending_s[r], receiving_s[r])
-                                    : sent[r] * host_.fit.alpha_s + std::max(out[r], in[r]) * host_.fit.beta_s_per_byte);
+                                    ? std::max(sending_s[r] + cold_sent_s[r], receiving_s[r] + cold_received_s[r])
+                                    : sent[r] * host_.fit.alpha_s + std::max(out[r], in[r]) * host_.fit.beta_s_per_byte +
+                                          std::max(cold_sent_s[r], cold_received_s[r]));
   return slowest;
 }
 
@@ -284,9 +288,9 @@ double Network::phase_time_s(const std::vector<Message>& messages, const std::ve
   return kind_ == NetworkKind::host ? host_phase_s(messages, &traffic_bytes) : phase_time_s(messages);
 }
 
-double Network::gets_phase_time_s(const std::vector<Message>& messages) const {
+double Network::gets_phase_time_s(const std::vector<Message>& messages, const std::vector<double>& traffic_bytes) const {
   const MeasuredCurve* gets = zero_copy_gets();
-  if (!gets) return phase_time_s(messages);
+  if (!gets) return phase_time_s(messages, traffic_bytes);
   std::vector<double> getting_s(static_cast<std::size_t>(ranks_), 0.0);
   for (const Message& m : messages)
     if (m.src != m.dst && m.bytes > 0) getting_s[m.dst] += gets->time_s(m.bytes);

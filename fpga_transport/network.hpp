@@ -78,8 +78,9 @@ class Network {
   double phase_time_s(const std::vector<Message>& messages, const std::vector<double>& traffic_bytes) const;
   // Seconds for one phase of one-sided zero-copy gets, each made by its message's receiver: on a
   // host with measured gets (zero_copy_gets()), the slowest rank's gets one after another at
-  // their measured time, its senders idle; otherwise phase_time_s, as messages like any other.
-  double gets_phase_time_s(const std::vector<Message>& messages) const;
+  // their measured time, its senders idle (measured from cache: no cold extra); otherwise
+  // phase_time_s with the traffic, as messages like any other.
+  double gets_phase_time_s(const std::vector<Message>& messages, const std::vector<double>& traffic_bytes) const;
   // One message alone (ping-pong half round trip on a quiet network).
   double message_time_s(int src, int dst, double bytes) const;
 

@@ -495,7 +495,8 @@ TEST(CostTerms, ZeroCopyGetsByTheirReceiversAtTheirMeasuredTime) {
 // after 1000 B of other traffic 1 us / 4 us and after 100000 B 10 us / 40 us. Rank 0 sends 1000 B
 // and receives 4000 B, rank 1 the reverse. Traffic {1000, 100000}: rank 1 sends 4000 B at
 // 40 + 40 us = 80 us, the slowest side. Traffic {1000, 10000} (halfway on log T): 40 + (4 + 40) / 2
-// = 62 us. Without traffic, or with the term off: 40 us. Through cost(), pairwise with 1000 B each
+// = 62 us. Without traffic, or with the term off: 40 us. On the Hockney fit (alpha = beta = 0
+// here) the extras alone: 40 us. Through cost(), pairwise with 1000 B each
 // way and nothing else: each rank's traffic is 2000 B (sent and received), w = log 2 / log 100,
 // each message 10 + (1 - w) 1 + w 10 us.
 TEST(CostTerms, ColdMessagesPayTheExtraAfterTheCallsMemoryTraffic) {
@@ -514,6 +515,9 @@ TEST(CostTerms, ColdMessagesPayTheExtraAfterTheCallsMemoryTraffic) {
   EXPECT_NEAR(nets[0].phase_time_s(phase, {1000, 10000}), 62e-6, 1e-12);
   EXPECT_NEAR(nets[0].phase_time_s(phase), 40e-6, 1e-12);
   MemoryModel m = plain_memory(1e9, 0.0);
+  std::vector<Network> hockney{Network::from_json(spec, 2)};
+  switch_off("measured_messages", hockney, m);
+  EXPECT_NEAR(hockney[0].phase_time_s(phase, {1000, 100000}), 40e-6, 1e-12);
   CommPattern p(2);
   p.at(0, 1) = {1000, 1, 1};
   p.at(1, 0) = {1000, 1, 1};

@@ -442,10 +442,10 @@ UcxZcopyStats ucx_zcopy_stats(MPI_Comm comm) {
 }
 
 namespace {
-// The partner's array for ucx_zcopy_time_gets(): its address and an rkey of this rank's own,
-// destroyed with it (the calls' rkeys per peer are left as they are).
+// The partner's array for ucx_zcopy_time_gets(): its address and size and an rkey of this rank's
+// own, destroyed with it (the calls' rkeys per peer are left as they are).
 struct PartnerArray {
-  std::int64_t origin = 0;
+  std::int64_t origin = 0, size = 0;
   ucp_rkey_h rkey = nullptr;
   PartnerArray() = default;
   PartnerArray(const PartnerArray&) = delete;
@@ -455,51 +455,86 @@ struct PartnerArray {
   }
 };
 
-// Registers `mine` and swaps its address and packed rkey with `partner`'s.
-void exchange_arrays(UcxState& state, int partner, std::span<std::byte> mine, PartnerArray& theirs) {
-  const std::vector<std::byte> rkey = state.registration(address_at(mine.data(), 0), mine.size()).rkey;
-  const std::int64_t out[2] = {static_cast<std::int64_t>(address_at(mine.data(), 0)),
-                               static_cast<std::int64_t>(rkey.size())};
-  std::int64_t in[2] = {0, 0};
-  TB_MPI_CHECK(PMPI_Sendrecv(out, 2, MPI_INT64_T, partner, 0, in, 2, MPI_INT64_T, partner, 0, state.peers,
+// Registers `mine` and swaps its address, size and packed rkey with `partner`'s. A UCX failure
+// on either side is returned as its text, after the swap, so that neither partner waits alone.
+std::string exchange_arrays(UcxState& state, int partner, std::span<std::byte> mine, PartnerArray& theirs) {
+  std::string failure;
+  std::vector<std::byte> rkey;
+  try {
+    rkey = state.registration(address_at(mine.data(), 0), mine.size()).rkey;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const std::int64_t out[3] = {static_cast<std::int64_t>(address_at(mine.data(), 0)),
+                               static_cast<std::int64_t>(mine.size()), static_cast<std::int64_t>(rkey.size())};
+  std::int64_t in[3] = {0, 0, 0};
+  TB_MPI_CHECK(PMPI_Sendrecv(out, 3, MPI_INT64_T, partner, 0, in, 3, MPI_INT64_T, partner, 0, state.peers,
                              MPI_STATUS_IGNORE));
-  std::vector<std::byte> packed(static_cast<std::size_t>(in[1]));
+  std::vector<std::byte> packed(static_cast<std::size_t>(in[2]));
   TB_MPI_CHECK(PMPI_Sendrecv(rkey.data(), static_cast<int>(rkey.size()), MPI_BYTE, partner, 1, packed.data(),
                              static_cast<int>(packed.size()), MPI_BYTE, partner, 1, state.peers, MPI_STATUS_IGNORE));
   theirs.origin = in[0];
-  check_ucx(ucp_ep_rkey_unpack(state.endpoints[partner], packed.data(), &theirs.rkey), "ucp_ep_rkey_unpack");
+  theirs.size = in[1];
+  if (failure.empty() && packed.empty()) failure = "the partner could not register its array";
+  if (failure.empty()) {
+    const ucs_status_t status = ucp_ep_rkey_unpack(state.endpoints[partner], packed.data(), &theirs.rkey);
+    if (status != UCS_OK) failure = ucx_error("ucp_ep_rkey_unpack", status);
+  }
+  return failure;
+}
+
+// Issues `gets` gets of `bytes` from the partner's array into `into`, laid end to end from the
+// start of both and starting again where the next would not fit within `span` bytes.
+void issue_timed_gets(UcxState& state, int partner, const PartnerArray& theirs, ucp_mem_h local, std::byte* into,
+                      std::int64_t span, std::int64_t bytes, int gets, std::vector<void*>& requests) {
+  std::int64_t issued = 0;
+  PeerGets run(state.endpoints[partner], theirs.rkey, local, requests, issued);
+  for (std::int64_t i = 0, offset = 0; i < gets; ++i, offset += bytes) {
+    if (offset + bytes > span) offset = 0;
+    run.add(theirs.origin + offset, into + offset, bytes);
+    run.flush();  // one get each, never merged with the next
+  }
 }
 }  // namespace
 
 double ucx_zcopy_time_gets(MPI_Comm comm, int partner, std::span<std::byte> mine, std::span<std::byte> into,
                            std::int64_t bytes, int gets) {
-  if (bytes <= 0 || gets <= 0 || (partner != MPI_PROC_NULL && static_cast<std::int64_t>(into.size()) < bytes))
-    throw std::invalid_argument("ucx_zcopy_time_gets: " + std::to_string(gets) + " gets of " + std::to_string(bytes) +
-                                " bytes into an array of " + std::to_string(into.size()));
   UcxState& state = ucx_state(comm);
   PartnerArray theirs;
+  std::string failure;
   ucp_mem_h local = nullptr;
-  if (partner != MPI_PROC_NULL) {
-    exchange_arrays(state, partner, mine, theirs);
-    local = state.registration(address_at(into.data(), 0), into.size()).memh;
+  const bool paired = partner != MPI_PROC_NULL;
+  if (paired) failure = exchange_arrays(state, partner, mine, theirs);
+  const std::int64_t span = std::min(static_cast<std::int64_t>(into.size()), theirs.size);
+  if (failure.empty() && (bytes <= 0 || gets <= 0 || (paired && span < bytes)))
+    failure = std::to_string(gets) + " gets of " + std::to_string(bytes) + " bytes between arrays of " +
+              std::to_string(into.size()) + " and " + std::to_string(theirs.size) + " bytes";
+  try {
+    if (paired && failure.empty()) local = state.registration(address_at(into.data(), 0), into.size()).memh;
+  } catch (const std::exception& e) {
+    failure = e.what();
   }
   std::vector<void*> requests;
-  std::int64_t issued = 0;
   TB_MPI_CHECK(PMPI_Barrier(state.peers));
   const double start = PMPI_Wtime();
-  if (partner != MPI_PROC_NULL) {
-    PeerGets run(state.endpoints[partner], theirs.rkey, local, requests, issued);
-    for (std::int64_t i = 0, offset = 0; i < gets; ++i, offset += bytes) {
-      if (offset + bytes > static_cast<std::int64_t>(into.size())) offset = 0;
-      run.add(theirs.origin + offset, into.data() + offset, bytes);
-      run.flush();  // one get each, never merged with the next
+  try {
+    if (paired && failure.empty()) issue_timed_gets(state, partner, theirs, local, into.data(), span, bytes, gets, requests);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  for (void* request : requests) {
+    try {
+      state.wait(request, "ucp_get_nbx");
+    } catch (const std::exception& e) {
+      if (failure.empty()) failure = e.what();
     }
   }
-  for (void* request : requests) state.wait(request, "ucp_get_nbx");
-  MPI_Request everyone = MPI_REQUEST_NULL;
-  TB_MPI_CHECK(PMPI_Ibarrier(state.peers, &everyone));
-  state.wait_for(everyone, "the completion barrier");
-  return (PMPI_Wtime() - start) / gets;
+  // The completion barrier, which also tells every rank whether any failed.
+  const ProblemRecord all = state.agree(failure.empty() ? ProblemRecord{} : error_record(state.rank, MPI_ERR_OTHER));
+  const double seconds = (PMPI_Wtime() - start) / std::max(1, gets);
+  if (!failure.empty()) throw std::runtime_error("ucx_zcopy_time_gets: " + failure);
+  if (all.severity != 0) throw std::runtime_error(problem_text("ucx_zcopy_time_gets", all));
+  return seconds;
 }
 
 // The protocol's steps (ucx_zcopy.hpp): describe both sides, register and publish, match and get,

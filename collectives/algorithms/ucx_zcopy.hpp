@@ -113,12 +113,14 @@ UcxZcopyStats ucx_zcopy_stats(MPI_Comm comm);
 
 // The measurement behind tb-model's zero-copy gets (tb-beff): on `comm`'s ucx_zcopy state (its
 // context, endpoints and registration cache), this rank makes `gets` gets of `bytes` each, issued
-// back to back, from its partner's array `mine` into its own array `into` (both registered; the
+// back to back, from its partner's array (the partner's `mine`) into its own `into` (both registered; the
 // pieces laid end to end from the start of both arrays, starting again from the start where the
 // next would not fit), waits for them and then for every rank's, as a call's completion does.
 // Collective over `comm`: every rank calls it, one without a partner with MPI_PROC_NULL; partners
-// name each other and pass arrays of the same size, at least `bytes`. Returns this rank's seconds
-// per get (its wait for the others included).
+// name each other; the gets stay within the smaller of the two arrays, which must hold `bytes`.
+// Returns this rank's seconds per get (its wait for the others included, once per timing). A
+// failure on any rank (UCX, or arrays too small) is an exception on every rank, after every get
+// has completed.
 double ucx_zcopy_time_gets(MPI_Comm comm, int partner, std::span<std::byte> mine, std::span<std::byte> into,
                            std::int64_t bytes, int gets);
 

@@ -164,7 +164,8 @@ tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, int rank, long
 // a vector receive must leave alone.
 constexpr int kNoncontiguousRepetitions = 5;
 constexpr std::int64_t kNoncontiguousBlocks[] = {64, 1024, 16384, 262144};
-// The sizes of the paired measurements (these and the node handoffs), up to --pairs-max-bytes.
+// The sizes of the paired measurements (these, the node handoffs and the cold messages), up to
+// --pairs-max-bytes.
 constexpr std::int64_t kPairSizes[] = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
 constexpr std::int64_t kNoncontiguousLoopBytes = 1 << 20;  // a small size loops up to this many bytes per timing
 
@@ -173,6 +174,9 @@ struct Noncontiguous {
 };
 
 enum Side { contiguous, vector_send, vector_receive };
+
+// This rank's partner in the paired measurements (0-1, 2-3, ...); MPI_PROC_NULL for an odd last rank.
+int pair_partner(int rank, int size) { return (rank ^ 1) < size ? rank ^ 1 : MPI_PROC_NULL; }
 
 struct PairExchange {
   int partner = MPI_PROC_NULL;  // MPI_PROC_NULL: an odd last rank, which exchanges nothing
@@ -240,7 +244,7 @@ Noncontiguous measure_noncontiguous(const Options& opt, int rank, int size, long
   Noncontiguous n;
   if (size < 2) return n;
   PairExchange x;
-  if ((rank ^ 1) < size) x.partner = rank ^ 1;
+  x.partner = pair_partner(rank, size);
   const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
   x.send.resize(largest), x.received.resize(largest), x.strided.resize(2 * largest);
   for (std::int64_t block : kNoncontiguousBlocks) {
@@ -287,7 +291,7 @@ tb::fpga::ColdMessageExtra measure_cold_messages(const Options& opt, int rank, i
   tb::fpga::ColdMessageExtra cold;
   if (size < 2) return cold;
   PairExchange x;
-  if ((rank ^ 1) < size) x.partner = rank ^ 1;
+  x.partner = pair_partner(rank, size);
   constexpr unsigned char value = 0x5A;
   const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
   x.send.assign(largest, value), x.received.assign(largest, 0);
@@ -298,12 +302,14 @@ tb::fpga::ColdMessageExtra measure_cold_messages(const Options& opt, int rank, i
       if (bytes > opt.pairs_max_bytes) break;
       tb::Timing after_traffic{.inner = 1, .seconds_per_op = {}}, again{.inner = 1, .seconds_per_op = {}};
       for (int rep = 0; rep < kColdRepetitions; ++rep) {
+        std::fill(x.received.begin(), x.received.begin() + bytes, 0);  // before the traffic, which evicts it
         std::memset(scratch.data(), rep, static_cast<std::size_t>(traffic));
+        asm volatile("" : : "r"(scratch.data()) : "memory");  // the writes happen: the scratch is never read
         after_traffic.seconds_per_op.push_back(sendrecv_seconds(x, bytes));
+        if (x.partner != MPI_PROC_NULL)  // reading the bytes also makes the buffer hot for the repeat
+          x.wrong += std::count_if(x.received.begin(), x.received.begin() + bytes, [](unsigned char c) { return c != value; });
         again.seconds_per_op.push_back(sendrecv_seconds(x, bytes));
       }
-      if (x.partner != MPI_PROC_NULL)
-        x.wrong += std::count_if(x.received.begin(), x.received.begin() + bytes, [](unsigned char c) { return c != value; });
       curve.seconds_by_bytes.emplace_back(static_cast<double>(bytes),
                                           std::max(0.0, after_traffic.median() - again.median()));
     }
@@ -411,7 +417,7 @@ constexpr std::int64_t kMostGetsPerTiming = 256;
 tb::fpga::MeasuredCurve measure_gets(const Options& opt, int rank, int size, long long& wrong) {
   tb::fpga::MeasuredCurve curve;
   if (size < 2) return curve;
-  const int partner = (rank ^ 1) < size ? rank ^ 1 : MPI_PROC_NULL;
+  const int partner = pair_partner(rank, size);
   const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
   std::vector<std::byte> mine(largest, static_cast<std::byte>(1 + (rank & 1))), into(largest);
   const auto expected = static_cast<std::byte>(1 + ((rank ^ 1) & 1));  // the partner's bytes
