@@ -67,45 +67,25 @@ if traffic != [262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20] or any(
              "for traffic 256 KiB - 64 MiB")
 print(f"run_beff_fit_out: cold messages after {len(traffic)} traffic sizes")
 EOF
-"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
-  grep -E "host measured messages \(tb-beff exchange medians / 2, [0-9]+ sizes\)"
-"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" \
-  --without measured_messages | grep -E "host Hockney, alpha"
-"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
-  grep -E "measured self messages \(tb-beff self exchange medians, [0-9]+ sizes\)"
-if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without self_messages |
-  grep -q "measured self messages"; then
-  echo "run_beff_fit_out: FAILED: --without self_messages still names the self messages"
-  exit 1
-fi
-"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
-  grep -E "non-contiguous messages measured \(tb-beff, [0-9]+ block sizes\)"
-if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without noncontiguous_messages |
-  grep -q "non-contiguous messages measured"; then
-  echo "run_beff_fit_out: FAILED: --without noncontiguous_messages still names the non-contiguous messages"
-  exit 1
-fi
-"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
-  grep -E "node handoffs measured \(tb-beff, [0-9]+ sizes\)"
-if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without node_handoff |
-  grep -q "node handoffs measured"; then
-  echo "run_beff_fit_out: FAILED: --without node_handoff still names the node handoffs"
-  exit 1
-fi
-"$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
-  grep -E "cold messages measured \(tb-beff, [0-9]+ traffic sizes\)"
-if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without cold_messages |
-  grep -q "cold messages measured"; then
-  echo "run_beff_fit_out: FAILED: --without cold_messages still names the cold messages"
-  exit 1
-fi
-if grep -q get_seconds_by_bytes "$out/host.json"; then
-  "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" |
-    grep -E "zero-copy gets measured \(tb-beff, [0-9]+ sizes\)"
-  if "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" --without zero_copy_gets |
-    grep -q "zero-copy gets measured"; then
-    echo "run_beff_fit_out: FAILED: --without zero_copy_gets still names the zero-copy gets"
+# tb-model's header for the written network (extra arguments appended).
+header() { "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" "$@"; }
+# The header names a term (an extended regex) and, with --without TERM, no longer does (fixed text).
+names_term() {
+  local term=$1 named=$2 text=$3
+  header | grep -E "$named"
+  if header --without "$term" | grep -q "$text"; then
+    echo "run_beff_fit_out: FAILED: --without $term still names the $text"
     exit 1
   fi
+}
+header | grep -E "host measured messages \(tb-beff exchange medians / 2, [0-9]+ sizes\)"
+header --without measured_messages | grep -E "host Hockney, alpha"
+names_term self_messages "measured self messages \(tb-beff self exchange medians, [0-9]+ sizes\)" "measured self messages"
+names_term noncontiguous_messages "non-contiguous messages measured \(tb-beff, [0-9]+ block sizes\)" \
+  "non-contiguous messages measured"
+names_term node_handoff "node handoffs measured \(tb-beff, [0-9]+ sizes\)" "node handoffs measured"
+names_term cold_messages "cold messages measured \(tb-beff, [0-9]+ traffic sizes\)" "cold messages measured"
+if grep -q get_seconds_by_bytes "$out/host.json"; then
+  names_term zero_copy_gets "zero-copy gets measured \(tb-beff, [0-9]+ sizes\)" "zero-copy gets measured"
 fi
 echo "run_beff_fit_out: ok"
