@@ -38,6 +38,15 @@ streaming stores, from its streaming_copy rows. A run's floor is its median_s (t
 outer loops, as every measured point's), never its fastest; where several runs (repetitions)
 copied the same size, the median bandwidth is used. Only the cost per block is taken from BASE
 (tb-model --save-memory).
+
+  model_validation.py host-median OUT HOST [HOST ...]
+Writes a tb-model host network (OUT) whose every measured value is the median of that value over
+the HOST files, tb-beff --fit-out calibrations made at different moments of one validation (the
+script spreads them over its measurements, so that the calibration samples the machine's states
+as the measured points do: one tb-beff run landed in a slow phase and priced a vector message at
+4x what it cost a minute later). The files must be of one shape: the same curves at the same
+sizes, block sizes and traffic sizes, the same strings; anything else is an error naming where
+they differ. The calibration block lists every file's timestamp.
 """
 import argparse
 import csv
@@ -560,6 +569,74 @@ def memory(args):
     return 0
 
 
+# Keys whose numbers are coordinates of a table, not measurements: equal in every calibration.
+HOST_COORDINATES = {"block_bytes", "traffic_bytes", "ranks", "streaming_from_bytes"}
+
+
+def is_curve(value):
+    """A measured curve: [[x, y], ...] with numbers, x its coordinate."""
+    return isinstance(value, list) and value and all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in p)
+        for p in value)
+
+
+def median_of(values, where):
+    """The element-wise median of JSON values of one shape (see host-median)."""
+    first = values[0]
+    if isinstance(first, (int, float)) and not isinstance(first, bool):
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise ValueError(f"{where}: a number in one calibration, not in another")
+        return statistics.median(values)
+    if isinstance(first, dict):
+        if any(not isinstance(v, dict) or v.keys() != first.keys() for v in values):
+            raise ValueError(f"{where}: the calibrations have different keys")
+        merged = {}
+        for key in first:
+            parts = [v[key] for v in values]
+            if key in HOST_COORDINATES and any(p != parts[0] for p in parts):
+                raise ValueError(f"{where}.{key}: differs between the calibrations ({parts})")
+            merged[key] = median_of(parts, f"{where}.{key}")
+        return merged
+    if isinstance(first, list):
+        if any(not isinstance(v, list) or len(v) != len(first) for v in values):
+            raise ValueError(f"{where}: lists of different lengths in the calibrations")
+        if is_curve(first):
+            xs = [[p[0] for p in v] for v in values]
+            if any(x != xs[0] for x in xs):
+                raise ValueError(f"{where}: the curves are measured at different sizes")
+            return [[p[0], statistics.median(v[i][1] for v in values)] for i, p in enumerate(first)]
+        return [median_of([v[i] for v in values], f"{where}[{i}]") for i in range(len(first))]
+    if any(v != first for v in values):
+        raise ValueError(f"{where}: differs between the calibrations ({values})")
+    return first
+
+
+def host_median(hosts):
+    """One host network from several tb-beff calibrations: the median of each measured value."""
+    if not hosts:
+        raise ValueError("host-median needs at least one calibration")
+    specs = [load_json(h) for h in hosts]
+    calibrations = [spec.pop("calibration", {}) for spec in specs]
+    stamps = [c.pop("timestamp_utc", None) for c in calibrations]
+    for path, c in zip(hosts, calibrations):
+        if c != calibrations[0]:  # another commit, library or rank count
+            raise ValueError(f"{path}: its calibration block {c} differs from {hosts[0]}'s {calibrations[0]}")
+    merged = median_of(specs, "network")
+    calibration = calibrations[0]
+    calibration["timestamps_utc"] = stamps
+    calibration["median_of"] = len(hosts)
+    merged["calibration"] = calibration
+    if isinstance(merged.get("comment"), str):
+        merged["comment"] += f" Each value: the median over {len(hosts)} such calibrations (host-median)."
+    return merged
+
+
+def host(args):
+    with open(args.out, "w") as f:
+        json.dump(host_median(args.hosts), f, indent=2)
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(prog="model_validation.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -584,6 +661,10 @@ def parser():
     m.add_argument("base")
     m.add_argument("measured", nargs="+")
     m.set_defaults(run=memory)
+    h = sub.add_parser("host-median", help="one host network: the median of several tb-beff calibrations")
+    h.add_argument("out")
+    h.add_argument("hosts", nargs="+")
+    h.set_defaults(run=host)
     return p
 
 

@@ -1,6 +1,6 @@
 """analysis/model_validation.py: the memory model from tb-redistribute's memcpy floors; the
 signed error, bias, median |error| and rankings of the report on hand-made inputs; tb-bench's
-patterns in TB_ALLTOALLW_RECORD's format."""
+patterns in TB_ALLTOALLW_RECORD's format; the median of several host calibrations."""
 import csv
 import io
 import json
@@ -329,6 +329,88 @@ class BenchPatterns(unittest.TestCase):
                                                            "3 vector64 2048"])
         self.assertEqual([line["pairs"][1][3] for line in lines], [1, 1, 16, 32])
         self.assertEqual(set(lines[0]), {"ranks", "description", "pairs"}, "exactly the keys tb-model reads")
+
+
+def calibration(tmp, name, scale, stamp, **changes):
+    """A tb-beff --fit-out file whose measured values are `scale` times a base; `changes` replace keys."""
+    host = {"alpha_s": 1e-6 * scale, "beta_s_per_byte": 1e-10 * scale,
+            "message_seconds_by_bytes": [[1.0, 4e-7 * scale], [1024.0, 8e-7 * scale]],
+            "noncontiguous_send_extra_seconds": [
+                {"block_bytes": 64.0, "seconds_by_bytes": [[4096.0, 2e-6 * scale], [262144.0, 9e-5 * scale]]}]}
+    host.update(changes)
+    spec = {"kind": "host", "name": "host-calibrated", "comment": "tb-beff exchanges.",
+            "calibration": {"git_commit": "abc", "mpi_library": "MPICH", "ranks": 2, "timestamp_utc": stamp},
+            "library": {"bandwidth_by_bytes": [[65536.0, 1.5e9 / scale]], "streaming_from_bytes": 4194304.0},
+            "host": host}
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    return path
+
+
+class HostMedian(unittest.TestCase):
+    def test_every_measured_value_is_the_median_over_the_calibrations(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", scale, f"t{k}") for k, scale in enumerate([1, 4, 2])]
+            merged = model_validation.host_median(files)
+        host = merged["host"]
+        self.assertAlmostEqual(host["alpha_s"], 2e-6)
+        self.assertEqual([x for x, _ in host["message_seconds_by_bytes"]], [1.0, 1024.0], "sizes kept")
+        self.assertAlmostEqual(host["message_seconds_by_bytes"][1][1], 1.6e-6)
+        extra = host["noncontiguous_send_extra_seconds"][0]
+        self.assertEqual(extra["block_bytes"], 64.0)
+        self.assertAlmostEqual(extra["seconds_by_bytes"][1][1], 1.8e-4, msg="4x in one calibration is not taken")
+        self.assertAlmostEqual(merged["library"]["bandwidth_by_bytes"][0][1], 0.75e9)
+        self.assertEqual(merged["calibration"]["timestamps_utc"], ["t0", "t1", "t2"])
+        self.assertEqual(merged["calibration"]["median_of"], 3)
+        self.assertEqual(merged["kind"], "host")
+
+    def test_one_calibration_is_itself(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            merged = model_validation.host_median([calibration(tmp, "h.json", 3, "t")])
+        self.assertAlmostEqual(merged["host"]["beta_s_per_byte"], 3e-10)
+
+    def test_curves_at_other_sizes_are_an_error_naming_the_curve(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0")
+            b = calibration(tmp, "b.json", 1, "t1", message_seconds_by_bytes=[[1.0, 4e-7], [2048.0, 9e-7]])
+            with self.assertRaisesRegex(ValueError, "message_seconds_by_bytes: the curves are measured at different sizes"):
+                model_validation.host_median([a, b])
+
+    def test_other_block_sizes_are_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0")
+            b = calibration(tmp, "b.json", 1, "t1", noncontiguous_send_extra_seconds=[
+                {"block_bytes": 1024.0, "seconds_by_bytes": [[4096.0, 2e-6], [262144.0, 9e-5]]}])
+            with self.assertRaisesRegex(ValueError, "block_bytes: differs"):
+                model_validation.host_median([a, b])
+
+    def test_a_curve_missing_from_one_calibration_is_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0", get_seconds_by_bytes=[[64.0, 1e-6]])
+            b = calibration(tmp, "b.json", 1, "t1")
+            with self.assertRaisesRegex(ValueError, "network.host: the calibrations have different keys"):
+                model_validation.host_median([a, b])
+
+    def test_calibrations_of_another_library_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0")
+            b = calibration(tmp, "b.json", 1, "t1")
+            with open(b) as f:
+                spec = json.load(f)
+            spec["calibration"]["mpi_library"] = "Open MPI"
+            with open(b, "w") as f:
+                json.dump(spec, f)
+            with self.assertRaisesRegex(ValueError, "b.json: its calibration block"):
+                model_validation.host_median([a, b])
+
+    def test_the_command_writes_the_merged_network(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", k + 1, f"t{k}") for k in range(2)]
+            out = os.path.join(tmp, "host.json")
+            self.assertEqual(model_validation.main(["model_validation.py", "host-median", out] + files), 0)
+            with open(out) as f:
+                self.assertAlmostEqual(json.load(f)["host"]["alpha_s"], 1.5e-6)
 
 
 if __name__ == "__main__":

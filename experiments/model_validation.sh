@@ -3,7 +3,12 @@
 # issue 19, item 2: a validation that one lucky run cannot fool).
 # 1. Calibration: tb-beff on 2 ranks measures the host network (one message per size: the
 #    exchange median / 2, and the Hockney fit's beta beyond the largest size; self messages,
-#    the extra of non-contiguous messages, node handoffs; docs/cost-model.md) -> host.json;
+#    the extra of non-contiguous messages, node handoffs; docs/cost-model.md), once before the
+#    measurements, once after each repetition of the redistributions and once after the sweep
+#    (host-K.json), and host.json holds the median of each value over those calibrations
+#    (model_validation.py host-median): the calibration samples the machine's states over the
+#    same span of time as the measured points (one tb-beff run, 7 minutes from the next, priced a
+#    vector message at 4x; TB_VALIDATION_CALIBRATIONS=once: only the first, as before);
 #    tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
 #    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json.
 # 2. Measured, every algorithm tb-model can cost (tb-model --list-algorithms), each point the
@@ -34,6 +39,8 @@
 #   TB_VALIDATION_MAX_SECONDS [5]               tb-redistribute's time limit per method and run
 #   TB_VALIDATION_MIN_TIME [0.05]               tb-bench's --benchmark_min_time per benchmark and pass
 #   TB_VALIDATION_BEFF_ARGS []                  extra tb-beff options (the CI test shortens its loops)
+#   TB_VALIDATION_CALIBRATIONS [spread]         spread: tb-beff before, between and after the
+#                                                measurements, the median of each value; once: before only
 # Writes $TB_VALIDATION_OUT: report.md (also printed), validation.csv, run.txt (the command, the
 # times and the load averages) and every tool's own output.
 # Every tool starts through experiments/launch.py, the launcher experiments/run.py uses (2 ranks
@@ -61,6 +68,11 @@ layouts=${TB_VALIDATION_LAYOUTS:-contiguous,vector64}
 max_s=${TB_VALIDATION_MAX_SECONDS:-5}
 min_time=${TB_VALIDATION_MIN_TIME:-0.05}
 read -r -a beff_args <<< "${TB_VALIDATION_BEFF_ARGS:-}"
+calibrations=${TB_VALIDATION_CALIBRATIONS:-spread}
+case $calibrations in
+  spread | once) ;;
+  *) echo "model_validation: TB_VALIDATION_CALIBRATIONS=$calibrations: spread or once" >&2; exit 2 ;;
+esac
 bin=${TB_VALIDATION_BIN:-build/$mpi/bin}
 for tool in tb-beff tb-model tb-bench tb-redistribute; do
   [ -x "$bin/$tool" ] && continue
@@ -88,11 +100,13 @@ out=${TB_VALIDATION_OUT:-results/model_validation/$mpi}
 mkdir -p "$out/logs"
 # A previous run's files would be read as this run's repetitions: start clean.
 rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out/bench-patterns.jsonl" \
+  "$out"/host-*.json "$out"/beff-*.json \
   "$out/bench-predicted" "$out/report.md" "$out/validation.csv" "$out"/logs/*.log
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 {
   echo "command: TB_VALIDATION_REPETITIONS=$reps TB_VALIDATION_SWEEP=$sweep TB_VALIDATION_LAYOUTS=$layouts" \
-    "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time $0 $mpi ${sizes[*]}"
+    "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time TB_VALIDATION_CALIBRATIONS=$calibrations" \
+    "$0 $mpi ${sizes[*]}"
   echo "git commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "start: $(date -u '+%F %T') UTC, load average $(loadavg)"
 } > "$out/run.txt"
@@ -113,14 +127,28 @@ rotated() {
 }
 echo "algorithms: $(join "${costed[@]}")"
 
-echo "== calibration: tb-beff (host network) and the memory model"
-launch -n 2 --out "$out/beff.json" tb-beff --fit-out "$out/host.json" "${beff_args[@]}" | tail -2
+# calibrate K: tb-beff's host network, the K-th calibration (host-K.json).
+calibrate() {
+  quiet "$out/logs/beff-$1.log" launch -n 2 --out "$out/beff-$1.json" tb-beff --fit-out "$out/host-$1.json" "${beff_args[@]}"
+}
+calibrated=1
+# calibrate_again: the next calibration, unless TB_VALIDATION_CALIBRATIONS=once.
+calibrate_again() {
+  [ "$calibrations" = spread ] || return 0
+  calibrated=$((calibrated + 1))
+  echo "== calibration $calibrated: tb-beff"
+  calibrate "$calibrated"
+}
+
+echo "== calibration 1: tb-beff (host network) and the memory model"
+calibrate 1
+tail -n 2 "$out/logs/beff-1.log"
 # Two measurements at once, as the 2 ranks of a redistribution copy at once (shared caches and
 # memory bandwidth); the first one's figures are used.
-quiet "$out/logs/memory.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host.json" \
+quiet "$out/logs/memory.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host-1.json" \
   --save-memory "$out/memory.json" &
 twin=$!
-quiet "$out/logs/memory-twin.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host.json" \
+quiet "$out/logs/memory-twin.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host-1.json" \
   --save-memory "$out/memory-twin.json" || { wait "$twin" || true; exit 1; }
 wait "$twin"  # the first one's memory model is used: its failure stops the script
 # Fixed per-call overheads: every algorithm at 1 B per peer (tb-bench), a separate measurement
@@ -135,6 +163,7 @@ for ((rep = 1; rep <= reps; rep++)); do
       --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --method "$(rotated $((rep - 1)))" \
       --max-seconds "$max_s"
   done
+  calibrate_again
 done
 bench=()
 if [ "$sweep" != none ]; then
@@ -142,8 +171,13 @@ if [ "$sweep" != none ]; then
   quiet "$out/logs/bench.log" launch -n 2 --out "$out/bench.json" tb-bench -m "$sweep" --layouts "$layouts" \
     --algorithms "$(join "${alltoallw[@]}")" --interleave --passes "$reps" --benchmark_min_time="$min_time"
   bench=(--bench "$out/bench.json" "$out/bench-predicted")
+  calibrate_again
 fi
 echo "measured: end $(date -u '+%F %T') UTC, load average $(loadavg)" | tee -a "$out/run.txt"
+hosts=()
+for ((k = 1; k <= calibrated; k++)); do hosts+=("$out/host-$k.json"); done
+validation host-median "$out/host.json" "${hosts[@]}"
+echo "calibration: host.json is the median of $calibrated tb-beff calibration(s)" | tee -a "$out/run.txt"
 
 # Copy bandwidth by size from the runs' own memcpy floors (same moment, same timing, both ranks
 # copying at once; each run's median_s as for the algorithms, then the median over the
