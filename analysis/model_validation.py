@@ -42,11 +42,13 @@ copied the same size, the median bandwidth is used. Only the cost per block is t
   model_validation.py host-median OUT HOST [HOST ...]
 Writes a tb-model host network (OUT) whose every measured value is the median of that value over
 the HOST files, tb-beff --fit-out calibrations made at different moments of one validation (the
-script spreads them over its measurements, so that the calibration samples the machine's states
-as the measured points do: one tb-beff run landed in a slow phase and priced a vector message at
-4x what it cost a minute later). The files must be of one shape: the same curves at the same
+script spreads them over its measurements: a tb-beff launch can land in a slow state, pricing a
+vector message at 4x what the next launch does, and a minority of such launches does not move the
+median). The files must be of one shape: the same curves at the same
 sizes, block sizes and traffic sizes, the same strings; anything else is an error naming where
-they differ. The calibration block lists every file's timestamp.
+they differ. A number's median is the lower middle value with an even count of files, so that
+it is always a value one calibration measured (the states can be 4x apart); the Hockney fit's
+alpha and beta get a median each. The calibration block lists every file's timestamp.
 """
 import argparse
 import csv
@@ -573,41 +575,53 @@ def memory(args):
 HOST_COORDINATES = {"block_bytes", "traffic_bytes", "ranks", "streaming_from_bytes"}
 
 
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def is_curve(value):
-    """A measured curve: [[x, y], ...] with numbers, x its coordinate."""
-    return isinstance(value, list) and value and all(
-        isinstance(p, list) and len(p) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in p)
-        for p in value)
+    """Whether `value` is a measured curve: [[x, y], ...] of numbers, x its coordinate."""
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(p, list) and len(p) == 2 and all(is_number(v) for v in p) for p in value)
 
 
-def median_of(values, where):
-    """The element-wise median of JSON values of one shape (see host-median)."""
+def median_of(values, paths, where):
+    """The element-wise median of JSON values of one shape, values[i] from paths[i] (see
+    host-median). A number's median is median_low: with an even count of calibrations of two
+    states it is a value one of them measured, never the mean of the two states."""
     first = values[0]
-    if isinstance(first, (int, float)) and not isinstance(first, bool):
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            raise ValueError(f"{where}: a number in one calibration, not in another")
-        return statistics.median(values)
+
+    def refuse(what):
+        odd = next(i for i, v in enumerate(values) if what(v))
+        return ValueError(f"{where}: {paths[odd]} differs from {paths[0]}")
+
+    if is_number(first):
+        if not all(is_number(v) for v in values):
+            raise refuse(lambda v: not is_number(v))
+        return statistics.median_low(values)
     if isinstance(first, dict):
         if any(not isinstance(v, dict) or v.keys() != first.keys() for v in values):
-            raise ValueError(f"{where}: the calibrations have different keys")
+            odd = next(i for i, v in enumerate(values) if not isinstance(v, dict) or v.keys() != first.keys())
+            keys = set(values[odd]) if isinstance(values[odd], dict) else set()
+            raise ValueError(f"{where}: {paths[odd]} has other keys than {paths[0]} "
+                             f"(only in one of them: {sorted(keys ^ set(first))})")
         merged = {}
         for key in first:
             parts = [v[key] for v in values]
             if key in HOST_COORDINATES and any(p != parts[0] for p in parts):
-                raise ValueError(f"{where}.{key}: differs between the calibrations ({parts})")
-            merged[key] = median_of(parts, f"{where}.{key}")
+                raise refuse(lambda v, k=key, p0=parts[0]: v[k] != p0)
+            merged[key] = median_of(parts, paths, f"{where}.{key}")
         return merged
     if isinstance(first, list):
         if any(not isinstance(v, list) or len(v) != len(first) for v in values):
-            raise ValueError(f"{where}: lists of different lengths in the calibrations")
+            raise refuse(lambda v: not isinstance(v, list) or len(v) != len(first))
         if is_curve(first):
-            xs = [[p[0] for p in v] for v in values]
-            if any(x != xs[0] for x in xs):
-                raise ValueError(f"{where}: the curves are measured at different sizes")
-            return [[p[0], statistics.median(v[i][1] for v in values)] for i, p in enumerate(first)]
-        return [median_of([v[i] for v in values], f"{where}[{i}]") for i in range(len(first))]
+            if not all(is_curve(v) and [p[0] for p in v] == [p[0] for p in first] for v in values):
+                raise refuse(lambda v: not is_curve(v) or [p[0] for p in v] != [p[0] for p in first])
+            return [[p[0], statistics.median_low(v[i][1] for v in values)] for i, p in enumerate(first)]
+        return [median_of([v[i] for v in values], paths, f"{where}[{i}]") for i in range(len(first))]
     if any(v != first for v in values):
-        raise ValueError(f"{where}: differs between the calibrations ({values})")
+        raise refuse(lambda v: v != first)
     return first
 
 
@@ -615,25 +629,32 @@ def host_median(hosts):
     """One host network from several tb-beff calibrations: the median of each measured value."""
     if not hosts:
         raise ValueError("host-median needs at least one calibration")
-    specs = [load_json(h) for h in hosts]
+    specs = []
+    for path in hosts:
+        try:
+            specs.append(load_json(path))
+        except ValueError as e:
+            raise ValueError(f"{path}: not JSON ({e})") from None
     calibrations = [spec.pop("calibration", {}) for spec in specs]
     stamps = [c.pop("timestamp_utc", None) for c in calibrations]
     for path, c in zip(hosts, calibrations):
         if c != calibrations[0]:  # another commit, library or rank count
             raise ValueError(f"{path}: its calibration block {c} differs from {hosts[0]}'s {calibrations[0]}")
-    merged = median_of(specs, "network")
+    merged = median_of(specs, hosts, "network")
     calibration = calibrations[0]
     calibration["timestamps_utc"] = stamps
     calibration["median_of"] = len(hosts)
     merged["calibration"] = calibration
     if isinstance(merged.get("comment"), str):
-        merged["comment"] += f" Each value: the median over {len(hosts)} such calibrations (host-median)."
+        merged["comment"] = merged["comment"].rstrip(". ") + (
+            f". Each value: the median over {len(hosts)} such calibrations (model_validation.py host-median).")
     return merged
 
 
 def host(args):
+    merged = host_median(args.hosts)  # before OUT is opened: a refused merge leaves no file behind
     with open(args.out, "w") as f:
-        json.dump(host_median(args.hosts), f, indent=2)
+        json.dump(merged, f, indent=2)
     return 0
 
 

@@ -1,6 +1,7 @@
 """analysis/model_validation.py: the memory model from tb-redistribute's memcpy floors; the
 signed error, bias, median |error| and rankings of the report on hand-made inputs; tb-bench's
 patterns in TB_ALLTOALLW_RECORD's format; the median of several host calibrations."""
+import contextlib
 import csv
 import io
 import json
@@ -374,7 +375,7 @@ class HostMedian(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             a = calibration(tmp, "a.json", 1, "t0")
             b = calibration(tmp, "b.json", 1, "t1", message_seconds_by_bytes=[[1.0, 4e-7], [2048.0, 9e-7]])
-            with self.assertRaisesRegex(ValueError, "message_seconds_by_bytes: the curves are measured at different sizes"):
+            with self.assertRaisesRegex(ValueError, r"network\.host\.message_seconds_by_bytes: .*b\.json differs from .*a\.json"):
                 model_validation.host_median([a, b])
 
     def test_other_block_sizes_are_an_error(self):
@@ -382,14 +383,14 @@ class HostMedian(unittest.TestCase):
             a = calibration(tmp, "a.json", 1, "t0")
             b = calibration(tmp, "b.json", 1, "t1", noncontiguous_send_extra_seconds=[
                 {"block_bytes": 1024.0, "seconds_by_bytes": [[4096.0, 2e-6], [262144.0, 9e-5]]}])
-            with self.assertRaisesRegex(ValueError, "block_bytes: differs"):
+            with self.assertRaisesRegex(ValueError, r"noncontiguous_send_extra_seconds\[0\]: .*b\.json differs"):
                 model_validation.host_median([a, b])
 
     def test_a_curve_missing_from_one_calibration_is_an_error(self):
         with tempfile.TemporaryDirectory() as tmp:
             a = calibration(tmp, "a.json", 1, "t0", get_seconds_by_bytes=[[64.0, 1e-6]])
             b = calibration(tmp, "b.json", 1, "t1")
-            with self.assertRaisesRegex(ValueError, "network.host: the calibrations have different keys"):
+            with self.assertRaisesRegex(ValueError, r"network\.host: .*b\.json has other keys .*get_seconds_by_bytes"):
                 model_validation.host_median([a, b])
 
     def test_calibrations_of_another_library_are_refused(self):
@@ -404,13 +405,49 @@ class HostMedian(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "b.json: its calibration block"):
                 model_validation.host_median([a, b])
 
+    def test_an_even_count_takes_a_measured_value_not_the_mean_of_two_states(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", scale, f"t{k}") for k, scale in enumerate([1, 4, 1, 4])]
+            merged = model_validation.host_median(files)
+        self.assertAlmostEqual(merged["host"]["alpha_s"], 1e-6)
+        self.assertAlmostEqual(merged["host"]["message_seconds_by_bytes"][1][1], 8e-7)
+
+    def test_points_of_another_shape_in_a_later_file_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0")
+            b = calibration(tmp, "b.json", 1, "t1", message_seconds_by_bytes=[[1.0, 4e-7, 0.0], [1024.0, 8e-7, 0.0]])
+            c = calibration(tmp, "c.json", 1, "t2", message_seconds_by_bytes=[[1.0, None], [1024.0, 8e-7]])
+            for odd in (b, c):
+                with self.assertRaisesRegex(ValueError, rf"message_seconds_by_bytes: {odd} differs"):
+                    model_validation.host_median([a, odd])
+
+    def test_a_file_that_is_not_json_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0")
+            bad = os.path.join(tmp, "bad.json")
+            with open(bad, "w") as f:
+                f.write("{not json")
+            with self.assertRaisesRegex(ValueError, "bad.json: not JSON"):
+                model_validation.host_median([a, bad])
+
+    def test_a_refused_merge_writes_no_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0")
+            b = calibration(tmp, "b.json", 1, "t1", message_seconds_by_bytes=[[2.0, 4e-7], [1024.0, 8e-7]])
+            out = os.path.join(tmp, "host.json")
+            with redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+                code = model_validation.main(["model_validation.py", "host-median", out, a, b])
+            self.assertEqual(code, 1)
+            self.assertIn("b.json differs", err.getvalue())
+            self.assertFalse(os.path.exists(out))
+
     def test_the_command_writes_the_merged_network(self):
         with tempfile.TemporaryDirectory() as tmp:
-            files = [calibration(tmp, f"h{k}.json", k + 1, f"t{k}") for k in range(2)]
+            files = [calibration(tmp, f"h{k}.json", k + 1, f"t{k}") for k in range(3)]
             out = os.path.join(tmp, "host.json")
             self.assertEqual(model_validation.main(["model_validation.py", "host-median", out] + files), 0)
             with open(out) as f:
-                self.assertAlmostEqual(json.load(f)["host"]["alpha_s"], 1.5e-6)
+                self.assertAlmostEqual(json.load(f)["host"]["alpha_s"], 2e-6)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@
 #    the extra of non-contiguous messages, node handoffs; docs/cost-model.md), once before the
 #    measurements, once after each repetition of the redistributions and once after the sweep
 #    (host-K.json), and host.json holds the median of each value over those calibrations
-#    (model_validation.py host-median): the calibration samples the machine's states over the
-#    same span of time as the measured points (one tb-beff run, 7 minutes from the next, priced a
-#    vector message at 4x; TB_VALIDATION_CALIBRATIONS=once: only the first, as before);
+#    (model_validation.py host-median): one tb-beff launch can land in a slow state (on the AMD
+#    VM a vector send's extra 4-5x in 3 of 7 launches of one run), and the median of launches
+#    spread over the run is not moved by a minority of them (TB_VALIDATION_CALIBRATIONS=once:
+#    only the first, as before);
 #    tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
 #    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json.
 # 2. Measured, every algorithm tb-model can cost (tb-model --list-algorithms), each point the
@@ -100,7 +101,7 @@ out=${TB_VALIDATION_OUT:-results/model_validation/$mpi}
 mkdir -p "$out/logs"
 # A previous run's files would be read as this run's repetitions: start clean.
 rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out/bench-patterns.jsonl" \
-  "$out"/host-*.json "$out"/beff-*.json \
+  "$out"/host-*.json "$out/host.json" "$out"/beff-*.json "$out/beff.json" \
   "$out/bench-predicted" "$out/report.md" "$out/validation.csv" "$out"/logs/*.log
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 {
