@@ -1,7 +1,7 @@
 /* What a node-staged Alltoallw of the 256^3 slab could cost on this host if the staging stayed in
- * cache: the question behind MPICH issue's slab goal (3x Debian's native, private arrays), which
- * asks the patched library for a time the staged design cannot reach when Debian's native is only
- * 2-3 memcpy floors away (docs/results/2026-12-03-mpich-16-patches-amd.md).
+ * cache: the question behind issue 15's slab goal (the patched MPICH 3x faster than Debian's
+ * native, private arrays), which asks for about 0.7-0.8 memcpy floors when Debian's native is only
+ * 2-2.5 floors away (docs/results/2026-12-03-mpich-16-patches-amd.md).
  * Two ranks of one node redistribute an N^3 array of 16-byte elements from slabs along axis 0 to
  * slabs along axis 2 (tb-redistribute's default direction): each rank sends the other N/2 x N
  * pieces of N/2 elements (2 KiB at N = 256) and receives them as one contiguous run. Each rank at
@@ -96,12 +96,14 @@ static char *piece_from(const Slab *s, size_t k, int from)
     return s->out + (size_t) from * s->part + k * s->piece;
 }
 
+/* Spin until the partner's counter reaches value; the acquire pairs with its release store. */
 static void wait_at_least(atomic_long *counter, long value)
 {
     while (atomic_load_explicit(counter, memory_order_acquire) < value)
         _mm_pause();
 }
 
+/* node_leader's design in MPICH: everything through the shared segment, one barrier. */
 static void staged(Slab *s)
 {
     const int peer = 1 - s->rank;
@@ -116,6 +118,7 @@ static void staged(Slab *s)
     _mm_sfence();
 }
 
+/* The partner's pieces a slot at a time; `round` numbers the calls, as the counters never reset. */
 static void pipelined(Slab *s, long round)
 {
     const int peer = 1 - s->rank;
@@ -137,6 +140,7 @@ static void pipelined(Slab *s, long round)
     _mm_sfence();
 }
 
+/* Each element's first 8 bytes hold its global index (the rest stays as allocated). */
 static void fill_input(Slab *s)
 {
     for (size_t i = 0; i < s->half; i++)
@@ -167,6 +171,7 @@ static void check_output(Slab *s, const char *method)
 enum { MEMCPY, STREAMING, STAGED, PIPELINED, METHODS };
 static const char *const names[METHODS] = {"memcpy", "streaming", "staged", "pipelined"};
 
+/* One call of a method, the slowest rank's seconds. */
 static double run(Slab *s, int method, long round)
 {
     CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -213,7 +218,7 @@ int main(int argc, char **argv)
     MPI_Aint partner_size;
     int unit;
     CHECK(MPI_Win_shared_query(win, 1 - s.rank, &partner_size, &unit, &partner_base));
-    /* Counters in the first 4 KiB, the data from the next page (the window base may be unaligned). */
+    /* Counters at the first cache line, the data 2 KiB on (the window base may be unaligned). */
     char *mine_aligned = (char *) (((uintptr_t) base + 63) & ~(uintptr_t) 63);
     char *theirs_aligned = (char *) (((uintptr_t) partner_base + 63) & ~(uintptr_t) 63);
     s.mine = (Counters *) mine_aligned;
@@ -237,6 +242,8 @@ int main(int argc, char **argv)
             times[m][r] = run(&s, m, m == PIPELINED ? pipelined_rounds++ : 0);
             if (m == STAGED || m == PIPELINED)  /* the floors copy, they do not redistribute */
                 check_output(&s, names[m]);
+            else
+                memset(s.out, 0, 2 * s.part);  /* so that a redistribution never finds their bytes */
         }
     if (s.rank == 0) {
         printf("pipelined_staging: %zu^3 x %d B, 2 ranks, pieces of %zu B, ring %d x %d KiB; ms, median of %d, slowest rank\n",
