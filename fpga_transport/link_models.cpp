@@ -28,6 +28,16 @@ Hockney Hockney::fit(const std::vector<std::pair<double, double>>& points) {
   Hockney h;
   h.beta_s_per_byte = (n * sxy - sx * sy) / det;
   h.alpha_s = (sy - h.beta_s_per_byte * sx) / n;
+  // Noisy small-message times can pull the unconstrained line below zero at one end: a negative
+  // alpha or beta is no network (the network file refuses it). The least-squares line with that
+  // term held at 0 is then the constrained optimum: through the origin, or flat at the mean.
+  if (h.alpha_s < 0) {
+    h.alpha_s = 0.0;
+    h.beta_s_per_byte = sxy / sxx;
+  } else if (h.beta_s_per_byte < 0) {
+    h.beta_s_per_byte = 0.0;
+    h.alpha_s = sy / n;
+  }
   return h;
 }
 

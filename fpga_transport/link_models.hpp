@@ -52,7 +52,8 @@ struct Hockney {
   double message_time_s(double bytes) const { return alpha_s + beta_s_per_byte * bytes; }
   double bandwidth_bytes_per_s() const { return beta_s_per_byte > 0 ? 1.0 / beta_s_per_byte : 0.0; }
   // Least-squares fit of t = alpha + beta L to (bytes, seconds) points (at least two distinct
-  // sizes). Throws std::invalid_argument otherwise.
+  // sizes), with alpha, beta >= 0: where the free fit has a negative term, the fit with that term
+  // at 0. Throws std::invalid_argument without two distinct sizes.
   static Hockney fit(const std::vector<std::pair<double, double>>& bytes_seconds);
 };
 

@@ -281,6 +281,19 @@ TEST(Hockney, FitRecoversAlphaAndBeta) {
   EXPECT_THROW(Hockney::fit({{8.0, 1.0}}), std::invalid_argument);
 }
 
+// A short tb-beff run under a sanitizer measured its smallest messages slower than mid-sized
+// ones; the free fit's alpha was negative and tb-model refused the network it wrote.
+TEST(Hockney, FitNeverGivesANegativeTerm) {
+  const std::vector<std::pair<double, double>> steep = {{1.0, 1.0}, {2.0, 2.0}, {3.0, 6.0}};  // free: alpha -2
+  Hockney h = Hockney::fit(steep);
+  EXPECT_EQ(h.alpha_s, 0.0);
+  EXPECT_NEAR(h.beta_s_per_byte, (1.0 + 4.0 + 18.0) / (1.0 + 4.0 + 9.0), 1e-12);  // sum(xy) / sum(xx)
+  const std::vector<std::pair<double, double>> falling = {{1.0, 5.0}, {2.0, 4.0}, {3.0, 3.0}};  // free: beta -1
+  h = Hockney::fit(falling);
+  EXPECT_EQ(h.beta_s_per_byte, 0.0);
+  EXPECT_NEAR(h.alpha_s, 4.0, 1e-12);  // the mean time
+}
+
 TEST(Topology, RingAndTorusRoutes) {
   const Network ring = Network::from_file(kNetworks + "iec_ring.json", 8);
   EXPECT_EQ(ring.hops(0, 1), 1);
