@@ -146,8 +146,15 @@ TEST(NodeLeader, TheStagingWindowIsCachedGrownAndReused) {
 
 TEST(NodeLeader, StateDiesWithItsCommunicator) {
   // Windows and communicators are freed with the user's communicator (the attribute's delete
-  // callback), and a new communicator builds its own.
+  // callback), and a new communicator builds its own. Under SMPI the node's barrier mutex and
+  // condition variable go with them too.
   const int before = node_leader_live_states();
+#if defined(TB_SMPI)
+  const int syncs_before = node_leader_live_node_syncs();
+  // Local rank 0 of a node of several ranks makes one pair per communicator.
+  const NodeLayout& node = node_layout(MPI_COMM_WORLD);
+  const int syncs_per_state = node.node_rank == 0 && node.node_size > 1 ? 1 : 0;
+#endif
   for (int life = 0; life < 3; ++life) {
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -158,8 +165,14 @@ TEST(NodeLeader, StateDiesWithItsCommunicator) {
     algorithm.run(c.args(send.data(), comm));
     ASSERT_EQ(c.wrong(), 0);
     EXPECT_EQ(node_leader_live_states(), before + 1);
+#if defined(TB_SMPI)
+    EXPECT_EQ(node_leader_live_node_syncs(), syncs_before + syncs_per_state);
+#endif
     MPI_Comm_free(&comm);
     EXPECT_EQ(node_leader_live_states(), before);
+#if defined(TB_SMPI)
+    EXPECT_EQ(node_leader_live_node_syncs(), syncs_before);
+#endif
   }
 }
 

@@ -78,6 +78,9 @@ int numa_domain() {
 }
 
 int g_live_states = 0;
+#if defined(TB_SMPI)
+int g_live_node_syncs = 0;  // node barrier mutexes and condition variables this rank created
+#endif
 
 // The staging memory of one prepared call (NodeLeaderAlltoallw::prepare_exchange): a shared
 // window on the node (rank 0 of the node holds it all), or private memory on a node of one
@@ -136,11 +139,12 @@ struct NodeState {
   std::vector<std::vector<int>> leaders;    // per node: comm ranks that lead
   std::vector<int> pids;                    // per local rank: its process id
 #if defined(TB_SMPI)
-  // The node's condition variable for the barrier under SMPI, created by local rank 0 and shared
-  // by address (create_control). Never freed: a rank may still be inside sg_cond_wait when
-  // another frees its communicator, and a simulation ends with its process.
+  // The node's mutex and condition variable for the barrier under SMPI, created by local rank 0
+  // and shared by address (create_control); local rank 0 destroys them with the state, once the
+  // whole node has reached free_node_sync.
   sg_mutex_t node_mutex = nullptr;
   sg_cond_t node_cond = nullptr;
+  bool node_sync_shared = false;  // every rank of the node holds them (create_control completed)
 #endif
   std::string leader_rule;
   MPI_Comm node_comm = MPI_COMM_NULL;     // my node's ranks: windows and barriers
@@ -222,6 +226,23 @@ struct NodeState {
     }
     sg_mutex_unlock(node_mutex);
   }
+
+  // Destroys the node's barrier mutex and condition variable. The state dies in the delete
+  // callback of MPI_Comm_free, which every rank of the node calls; a rank can still be inside
+  // sg_cond_wait, woken but not yet run, when another is already here, so the node first meets in
+  // a barrier, after which none uses them. A state whose creation stopped part-way (an MPI error)
+  // keeps them: its node may never reach that barrier.
+  void free_node_sync() {
+    if (!node_sync_shared) return;
+    if (PMPI_Barrier(node_comm) != MPI_SUCCESS) return;  // a destructor cannot throw; they stay
+    if (local_rank == 0) {
+      sg_cond_destroy(node_cond);
+      sg_mutex_destroy(node_mutex);
+      --g_live_node_syncs;
+    }
+    node_cond = nullptr;
+    node_mutex = nullptr;
+  }
 #endif
 
   void sync_windows(MPI_Win data) const {
@@ -286,6 +307,9 @@ struct NodeState {
 
   ~NodeState() {
     --g_live_states;
+#if defined(TB_SMPI)
+    free_node_sync();
+#endif
     free_staging();
     for (auto& area : areas) area->release();  // a prepared call still holding one keeps a dead area
     if (control_window != MPI_WIN_NULL) {
@@ -362,6 +386,7 @@ void create_control(NodeState& state) {
   if (state.local_rank == 0) {
     state.node_mutex = sg_mutex_init();
     state.node_cond = sg_cond_init();
+    ++g_live_node_syncs;
   }
   std::vector<std::int64_t> all(3 * static_cast<std::size_t>(state.ranks_on_node));
   const std::int64_t mine[3] = {reinterpret_cast<std::intptr_t>(base), reinterpret_cast<std::intptr_t>(state.node_mutex),
@@ -383,6 +408,9 @@ void create_control(NodeState& state) {
   std::memset(state.control[state.local_rank], 0, words * sizeof(std::int64_t));
   TB_MPI_CHECK(PMPI_Win_lock_all(MPI_MODE_NOCHECK, state.control_window));
   TB_MPI_CHECK(PMPI_Barrier(state.node_comm));  // every record is zeroed before anyone counts barriers
+#if defined(TB_SMPI)
+  state.node_sync_shared = true;
+#endif
 }
 
 NodeState* create_state(MPI_Comm comm) {
@@ -435,6 +463,10 @@ void span_of(const TypeLayout& layout, std::int64_t count, std::int64_t& lo, std
 }  // namespace
 
 int node_leader_live_states() { return g_live_states; }
+
+#if defined(TB_SMPI)
+int node_leader_live_node_syncs() { return g_live_node_syncs; }
+#endif
 
 NodeLeaderStats node_leader_stats(MPI_Comm comm) {
   NodeLeaderStats stats;

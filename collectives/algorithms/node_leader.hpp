@@ -131,4 +131,10 @@ NodeLeaderStats node_leader_stats(MPI_Comm comm);
 // communicators) right now; it drops when such a communicator is freed.
 int node_leader_live_states();
 
+#if defined(TB_SMPI)
+// Under SMPI: how many node barrier mutex and condition variable pairs this rank created and has
+// not destroyed (local rank 0 of each node of a communicator with node_leader state makes one).
+int node_leader_live_node_syncs();
+#endif
+
 }  // namespace tb
