@@ -452,7 +452,10 @@ def report(args):
     missing = missing_algorithms(comparisons, expected)
     if missing:
         raise ValueError("not both measured and predicted at every point: " + "; ".join(missing))
-    text = "\n".join(report_lines(comparisons, expected)) + "\n"
+    lines = report_lines(comparisons, expected)
+    if args.calibrations:
+        lines += [""] + spread_lines(args.calibrations)
+    text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
@@ -651,6 +654,70 @@ def host_median(hosts):
     return merged
 
 
+def spread_points(values, name, points):
+    """Appends (curve, x, [value per calibration]) to `points` for every measured number of one
+    network section, walked across the calibrations in step (host_median has checked their
+    shape). A curve is named by its key and the coordinates of its entry (block and traffic
+    sizes); x is a curve point's message size, None for a single number."""
+    first = values[0]
+    if is_number(first):
+        points.append((name, None, list(values)))
+    elif isinstance(first, dict):
+        coordinates = [f"{key.removesuffix('_bytes').replace('_', ' ')} {human_bytes(first[key])}"
+                       for key in first if key in HOST_COORDINATES and is_number(first[key])]
+        label = f"{name} ({', '.join(coordinates)})" if coordinates else name
+        for key in first:
+            if key not in HOST_COORDINATES:
+                inner = label if key == "seconds_by_bytes" else f"{label} {key}".strip()
+                spread_points([v[key] for v in values], inner, points)
+    elif isinstance(first, list):
+        if is_curve(first):
+            for i, p in enumerate(first):
+                points.append((name, p[0], [v[i][1] for v in values]))
+        else:
+            for i in range(len(first)):
+                spread_points([v[i] for v in values], name, points)
+
+
+def calibration_spread(hosts):
+    """How far the calibrations of one validation run spread: per curve of the host network (and
+    per single value), the point where the calibrations differ most relative to their largest
+    value, (max - min) / max, with its min, median and max. A list of rows
+    (curve, x, minimum, median, maximum); the curves in the files' order."""
+    host_median(hosts)  # the files must be of one shape: the same errors as host-median
+    specs = [load_json(path) for path in hosts]
+    points = []
+    for section in ("host", "library"):
+        if all(isinstance(spec.get(section), dict) for spec in specs):
+            for key in specs[0][section]:
+                name = key.removesuffix("_seconds_by_bytes").removesuffix("_seconds").replace("_", " ")
+                spread_points([spec[section][key] for spec in specs], f"{section}: {name}", points)
+
+    def relative(values):
+        top = max(values)
+        return (top - min(values)) / top if top > 0 else 0.0
+
+    widest = {}
+    for name, x, values in points:
+        if name not in widest or relative(values) > relative(widest[name][1]):
+            widest[name] = (x, values)
+    return [(name, x, min(v), statistics.median_low(v), max(v)) for name, (x, v) in widest.items()]
+
+
+def spread_lines(hosts):
+    """The markdown section on the calibrations' spread (calibration_spread)."""
+    rows = calibration_spread(hosts)
+    lines = [f"Calibration spread: {len(hosts)} tb-beff calibration(s); the model uses the median of each value "
+             "(host-median). Per curve, the point where they differ most:", "",
+             "| value | at | unit | min | median | max | max / min |", "|---|---|---|---|---|---|---|"]
+    for name, x, lo, mid, hi in rows:
+        unit = "B/s" if "bandwidth" in name else "s/B" if name.endswith("per byte") else "B" if name.endswith("bytes") else "s"
+        ratio = f"{hi / lo:.2f}" if lo > 0 else ("1.00" if hi == 0 else "min 0")
+        at = "-" if x is None else human_bytes(x)
+        lines.append(f"| {name} | {at} | {unit} | {lo:.4g} | {mid:.4g} | {hi:.4g} | {ratio} |")
+    return lines
+
+
 def host(args):
     merged = host_median(args.hosts)  # before OUT is opened: a refused merge leaves no file behind
     with open(args.out, "w") as f:
@@ -670,6 +737,8 @@ def parser():
     r.add_argument("--csv", help="one row per algorithm and point")
     r.add_argument("--min-repetitions", type=int, default=5)
     r.add_argument("--expect-algorithms", help="comma-separated: each point must compare every one")
+    r.add_argument("--calibrations", nargs="+", metavar="HOST",
+                   help="the run's tb-beff calibrations (host-K.json): their spread closes the report")
     r.set_defaults(run=report)
     t = sub.add_parser("patterns", help="tb-bench's calls as TB_ALLTOALLW_RECORD lines")
     t.add_argument("out")

@@ -179,7 +179,8 @@ def write_redistribute(path, rows_s, shape="64x64x64", local_bytes=2 * MIB, rank
 class Report(unittest.TestCase):
     """The whole report from files as model_validation.sh writes them."""
 
-    def run_report(self, tmp, redistribute_reps=5, bench_passes=5, expect="native,pairwise,local_remap"):
+    def run_report(self, tmp, redistribute_reps=5, bench_passes=5, expect="native,pairwise,local_remap",
+                   calibrations=0):
         bench = os.path.join(tmp, "bench.json")
         write_bench(bench, {("contiguous", MIB, "native"): [100, 110, 400, 90, 105][:bench_passes],   # median 105 us
                             ("contiguous", MIB, "pairwise"): [200, 210, 190, 205, 50][:bench_passes]})  # median 200 us
@@ -197,6 +198,8 @@ class Report(unittest.TestCase):
         out_csv, out_md = os.path.join(tmp, "v.csv"), os.path.join(tmp, "r.md")
         argv = ["model_validation.py", "report", "--redistribute", predicted, *reps, "--bench", bench, folder,
                 "--csv", out_csv, "--markdown", out_md, "--expect-algorithms", expect]
+        if calibrations:
+            argv += ["--calibrations"] + [calibration(tmp, f"h{k}.json", k + 1, f"t{k}") for k in range(calibrations)]
         text = io.StringIO()
         with redirect_stdout(text):
             code = model_validation.main(argv)
@@ -228,6 +231,16 @@ class Report(unittest.TestCase):
                       "predicted native < pairwise", text)
         self.assertIn("- ranking at the 256x256x256 slab: not in this run", text)
         self.assertIn("- |bias| <= 5 %", text)
+
+    def test_the_calibrations_spread_closes_the_report_when_given(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            _, plain, _ = self.run_report(tmp)
+        with tempfile.TemporaryDirectory() as tmp:
+            code, text, _ = self.run_report(tmp, calibrations=3)
+        self.assertEqual(code, 0)
+        self.assertNotIn("Calibration spread", plain)
+        self.assertIn("Calibration spread: 3 tb-beff calibration(s)", text)
+        self.assertIn("| host: alpha s | - | s | 1e-06 | 2e-06 | 3e-06 | 3.00 |", text)
 
     def test_fewer_than_five_repetitions_is_an_error(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -448,6 +461,50 @@ class HostMedian(unittest.TestCase):
             self.assertEqual(model_validation.main(["model_validation.py", "host-median", out] + files), 0)
             with open(out) as f:
                 self.assertAlmostEqual(json.load(f)["host"]["alpha_s"], 2e-6)
+
+
+class CalibrationSpread(unittest.TestCase):
+    def spread(self, scales, **changes):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", scale, f"t{k}", **changes) for k, scale in enumerate(scales)]
+            return {row[0]: row[1:] for row in model_validation.calibration_spread(files)}
+
+    def test_each_curve_gives_min_median_and_max_where_the_calibrations_differ_most(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", 1, f"t{k}") for k in range(3)]
+            with open(files[2]) as f:
+                spec = json.load(f)
+            spec["host"]["message_seconds_by_bytes"][1][1] = 4e-6  # 5x at 1 KiB, the same at 1 B
+            with open(files[2], "w") as f:
+                json.dump(spec, f)
+            rows = {row[0]: row[1:] for row in model_validation.calibration_spread(files)}
+        self.assertEqual(rows["host: message"], (1024.0, 8e-7, 8e-7, 4e-6))
+        self.assertEqual(rows["host: alpha s"], (None, 1e-6, 1e-6, 1e-6))
+
+    def test_entries_are_named_by_their_block_size_and_the_median_is_a_measured_value(self):
+        rows = self.spread([1, 4, 2, 3])
+        x, lo, mid, hi = rows["host: noncontiguous send extra (block 64.0 B)"]
+        self.assertEqual(x, 4096.0)  # the same relative spread at both sizes: the first
+        self.assertAlmostEqual(lo, 2e-6)
+        self.assertAlmostEqual(mid, 4e-6, msg="median_low of 2, 4, 6, 8 us")
+        self.assertAlmostEqual(hi, 8e-6)
+        self.assertIn("library: bandwidth by bytes", rows)
+
+    def test_calibrations_of_another_shape_are_refused_as_by_host_median(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0")
+            b = calibration(tmp, "b.json", 1, "t1", message_seconds_by_bytes=[[1.0, 4e-7], [2048.0, 9e-7]])
+            with self.assertRaisesRegex(ValueError, r"message_seconds_by_bytes: .*b\.json differs"):
+                model_validation.calibration_spread([a, b])
+
+    def test_the_section_counts_the_calibrations_and_says_where_one_was_zero(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a = calibration(tmp, "a.json", 1, "t0")
+            b = calibration(tmp, "b.json", 1, "t1", alpha_s=0.0)
+            lines = model_validation.spread_lines([a, b])
+        self.assertTrue(lines[0].startswith("Calibration spread: 2 tb-beff calibration(s)"))
+        self.assertIn("| host: alpha s | - | s | 0 | 0 | 1e-06 | min 0 |", lines)
+        self.assertIn("| host: beta s per byte | - | s/B | 1e-10 | 1e-10 | 1e-10 | 1.00 |", lines)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,15 @@
 #    the bias and the points within 25 %; the rankings at the 256^3 slab and at 1 MiB per peer.
 #    It fails if an algorithm tb-model costs is missing at any point.
 #
+# 5. The report closes with the calibrations' spread: per curve of the host network, how far the
+#    calibrations lay apart where they differ most (model_validation.py report --calibrations).
+#
 #   experiments/model_validation.sh [mpich|openmpi] [sizes...]    default: mpich 8 16 32 64 128
+#
+# Re-costing (TB_VALIDATION_RECOST=DIR): steps 3-5 only, on the measurements a previous run wrote
+# to DIR (its cubes, repetitions, sweep and layouts, memory model and overheads), on DIR's
+# host.json or on TB_VALIDATION_NETWORK: a changed model or another calibration judged against the
+# same measurements in seconds. Only tb-model runs; DIR is read, never written.
 # Environment knobs (defaults in brackets):
 #   TB_VALIDATION_BIN [build/<mpi>/bin]         the tools (the build is made if they are missing
 #                                                and this is not set)
@@ -42,6 +50,9 @@
 #   TB_VALIDATION_BEFF_ARGS []                  extra tb-beff options (the CI test shortens its loops)
 #   TB_VALIDATION_CALIBRATIONS [spread]         spread: tb-beff before, between and after the
 #                                                measurements, the median of each value; once: before only
+#   TB_VALIDATION_RECOST []                     a previous run's TB_VALIDATION_OUT: re-cost it (above);
+#                                                TB_VALIDATION_OUT then defaults to results/model_validation/<mpi>-recost
+#   TB_VALIDATION_NETWORK [DIR/host.json]       re-costing only: the host network to cost on
 # Writes $TB_VALIDATION_OUT: report.md (also printed), validation.csv, run.txt (the command, the
 # times and the load averages) and every tool's own output.
 # Every tool starts through experiments/launch.py, the launcher experiments/run.py uses (2 ranks
@@ -51,11 +62,21 @@ cd "$(dirname "$0")/.."
 mpi=${1:-mpich}
 shift || true
 sizes=("$@")
-[ ${#sizes[@]} -gt 0 ] || sizes=(8 16 32 64 128)
 case $mpi in
   mpich | openmpi) ;;
   *) echo "usage: $0 [mpich|openmpi] [sizes...]" >&2; exit 2 ;;
 esac
+recost=${TB_VALIDATION_RECOST:-}
+if [ -n "$recost" ]; then
+  [ -f "$recost/run.txt" ] || {
+    echo "model_validation: TB_VALIDATION_RECOST=$recost: no run.txt there (not the output of a validation run)" >&2
+    exit 2
+  }
+  # The previous run's settings, from the command line its run.txt records.
+  setting() { sed -n "s/^command: .*$1=\([^ ]*\).*/\1/p" "$recost/run.txt"; }
+  [ ${#sizes[@]} -gt 0 ] || read -r -a sizes <<< "$(sed -n 's/^command: .*model_validation.sh [a-z]* *//p' "$recost/run.txt")"
+fi
+[ ${#sizes[@]} -gt 0 ] || sizes=(8 16 32 64 128)
 for n in "${sizes[@]}"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "model_validation: cube size '$n' is not a positive integer" >&2; exit 2; }
 done
@@ -66,6 +87,14 @@ reps=${TB_VALIDATION_REPETITIONS:-5}
 }
 sweep=${TB_VALIDATION_SWEEP:-1K:4M}
 layouts=${TB_VALIDATION_LAYOUTS:-contiguous,vector64}
+if [ -n "$recost" ]; then
+  sweep=$(setting TB_VALIDATION_SWEEP)
+  layouts=$(setting TB_VALIDATION_LAYOUTS)
+  [ -n "$sweep" ] && [ -n "$layouts" ] || {
+    echo "model_validation: $recost/run.txt names no TB_VALIDATION_SWEEP and TB_VALIDATION_LAYOUTS" >&2
+    exit 2
+  }
+fi
 max_s=${TB_VALIDATION_MAX_SECONDS:-5}
 min_time=${TB_VALIDATION_MIN_TIME:-0.05}
 read -r -a beff_args <<< "${TB_VALIDATION_BEFF_ARGS:-}"
@@ -75,7 +104,9 @@ case $calibrations in
   *) echo "model_validation: TB_VALIDATION_CALIBRATIONS=$calibrations: spread or once" >&2; exit 2 ;;
 esac
 bin=${TB_VALIDATION_BIN:-build/$mpi/bin}
-for tool in tb-beff tb-model tb-bench tb-redistribute; do
+tools=(tb-beff tb-model tb-bench tb-redistribute)
+[ -z "$recost" ] || tools=(tb-model)
+for tool in "${tools[@]}"; do
   [ -x "$bin/$tool" ] && continue
   if [ -n "${TB_VALIDATION_BIN:-}" ]; then
     echo "model_validation: $bin/$tool is missing (TB_VALIDATION_BIN=$TB_VALIDATION_BIN)" >&2
@@ -97,7 +128,15 @@ quiet() {
     return "$rc"
   }
 }
-out=${TB_VALIDATION_OUT:-results/model_validation/$mpi}
+if [ -n "$recost" ]; then
+  out=${TB_VALIDATION_OUT:-results/model_validation/$mpi-recost}
+else
+  out=${TB_VALIDATION_OUT:-results/model_validation/$mpi}
+fi
+if [ -n "$recost" ] && [ "$(realpath -m "$out")" = "$(realpath -m "$recost")" ]; then
+  echo "model_validation: TB_VALIDATION_OUT is TB_VALIDATION_RECOST ($recost): re-costing writes elsewhere" >&2
+  exit 2
+fi
 mkdir -p "$out/logs"
 # A previous run's files would be read as this run's repetitions: start clean.
 rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out/bench-patterns.jsonl" \
@@ -105,9 +144,14 @@ rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out/ben
   "$out/bench-predicted" "$out/report.md" "$out/validation.csv" "$out"/logs/*.log
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 {
-  echo "command: TB_VALIDATION_REPETITIONS=$reps TB_VALIDATION_SWEEP=$sweep TB_VALIDATION_LAYOUTS=$layouts" \
-    "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time TB_VALIDATION_CALIBRATIONS=$calibrations" \
-    "$0 $mpi ${sizes[*]}"
+  if [ -n "$recost" ]; then
+    echo "command: TB_VALIDATION_RECOST=$recost TB_VALIDATION_NETWORK=${TB_VALIDATION_NETWORK:-$recost/host.json}" \
+      "$0 $mpi ${sizes[*]}"
+  else
+    echo "command: TB_VALIDATION_REPETITIONS=$reps TB_VALIDATION_SWEEP=$sweep TB_VALIDATION_LAYOUTS=$layouts" \
+      "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time TB_VALIDATION_CALIBRATIONS=$calibrations" \
+      "$0 $mpi ${sizes[*]}"
+  fi
   echo "git commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "start: $(date -u '+%F %T') UTC, load average $(loadavg)"
 } > "$out/run.txt"
@@ -128,84 +172,113 @@ rotated() {
 }
 echo "algorithms: $(join "${costed[@]}")"
 
-# calibrate K: tb-beff's host network, the K-th calibration (host-K.json).
-calibrate() {
-  quiet "$out/logs/beff-$1.log" launch -n 2 --out "$out/beff-$1.json" tb-beff --fit-out "$out/host-$1.json" "${beff_args[@]}"
-}
-calibrated=1
-# calibrate_again: the next calibration, unless TB_VALIDATION_CALIBRATIONS=once.
-calibrate_again() {
-  [ "$calibrations" = spread ] || return 0
-  calibrated=$((calibrated + 1))
-  echo "== calibration $calibrated: tb-beff"
-  calibrate "$calibrated"
-}
+# measure: steps 1 and 2 into $out, with host.json (the median of the calibrations) and
+# memory-floors.json; sets calibrated (their count).
+measure() {
+  # calibrate K: tb-beff's host network, the K-th calibration (host-K.json).
+  calibrate() {
+    quiet "$out/logs/beff-$1.log" launch -n 2 --out "$out/beff-$1.json" tb-beff --fit-out "$out/host-$1.json" "${beff_args[@]}"
+  }
+  calibrated=1
+  # calibrate_again: the next calibration, unless TB_VALIDATION_CALIBRATIONS=once.
+  calibrate_again() {
+    [ "$calibrations" = spread ] || return 0
+    calibrated=$((calibrated + 1))
+    echo "== calibration $calibrated: tb-beff"
+    calibrate "$calibrated"
+  }
 
-echo "== calibration 1: tb-beff (host network) and the memory model"
-calibrate 1
-tail -n 2 "$out/logs/beff-1.log"
-# Two measurements at once, as the 2 ranks of a redistribution copy at once (shared caches and
-# memory bandwidth); the first one's figures are used.
-quiet "$out/logs/memory.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host-1.json" \
-  --save-memory "$out/memory.json" &
-twin=$!
-quiet "$out/logs/memory-twin.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host-1.json" \
-  --save-memory "$out/memory-twin.json" || { wait "$twin" || true; exit 1; }
-wait "$twin"  # the first one's memory model is used: its failure stops the script
-# Fixed per-call overheads: every algorithm at 1 B per peer (tb-bench), a separate measurement
-# from the validation points below.
-quiet "$out/logs/overheads.log" launch -n 2 --out "$out/overheads.json" tb-bench -m 1:1 --layouts contiguous \
-  --benchmark_min_time=0.2
+  echo "== calibration 1: tb-beff (host network) and the memory model"
+  calibrate 1
+  tail -n 2 "$out/logs/beff-1.log"
+  # Two measurements at once, as the 2 ranks of a redistribution copy at once (shared caches and
+  # memory bandwidth); the first one's figures are used.
+  quiet "$out/logs/memory.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host-1.json" \
+    --save-memory "$out/memory.json" &
+  twin=$!
+  quiet "$out/logs/memory-twin.log" launch tb-model --shape 8,8,8 --grid 2 --network "$out/host-1.json" \
+    --save-memory "$out/memory-twin.json" || { wait "$twin" || true; exit 1; }
+  wait "$twin"  # the first one's memory model is used: its failure stops the script
+  # Fixed per-call overheads: every algorithm at 1 B per peer (tb-bench), a separate measurement
+  # from the validation points below.
+  quiet "$out/logs/overheads.log" launch -n 2 --out "$out/overheads.json" tb-bench -m 1:1 --layouts contiguous \
+    --benchmark_min_time=0.2
 
-for ((rep = 1; rep <= reps; rep++)); do
-  echo "== repetition $rep of $reps: tb-redistribute at ${sizes[*]} (cubes), methods $(rotated $((rep - 1)))"
-  for n in "${sizes[@]}"; do
-    quiet "$out/logs/measured-$n-rep$rep.log" launch -n 2 --out "$out/measured-$n-rep$rep.json" tb-redistribute \
-      --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --method "$(rotated $((rep - 1)))" \
-      --max-seconds "$max_s"
+  for ((rep = 1; rep <= reps; rep++)); do
+    echo "== repetition $rep of $reps: tb-redistribute at ${sizes[*]} (cubes), methods $(rotated $((rep - 1)))"
+    for n in "${sizes[@]}"; do
+      quiet "$out/logs/measured-$n-rep$rep.log" launch -n 2 --out "$out/measured-$n-rep$rep.json" tb-redistribute \
+        --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --method "$(rotated $((rep - 1)))" \
+        --max-seconds "$max_s"
+    done
+    calibrate_again
   done
-  calibrate_again
-done
-bench=()
-if [ "$sweep" != none ]; then
-  echo "== per-size sweep: tb-bench -m $sweep, $layouts, $reps interleaved passes"
-  quiet "$out/logs/bench.log" launch -n 2 --out "$out/bench.json" tb-bench -m "$sweep" --layouts "$layouts" \
-    --algorithms "$(join "${alltoallw[@]}")" --interleave --passes "$reps" --benchmark_min_time="$min_time"
-  bench=(--bench "$out/bench.json" "$out/bench-predicted")
-  calibrate_again
-fi
-echo "measured: end $(date -u '+%F %T') UTC, load average $(loadavg)" | tee -a "$out/run.txt"
-hosts=()
-for ((k = 1; k <= calibrated; k++)); do hosts+=("$out/host-$k.json"); done
-validation host-median "$out/host.json" "${hosts[@]}"
-echo "calibration: host.json is the median of $calibrated tb-beff calibration(s)" | tee -a "$out/run.txt"
+  if [ "$sweep" != none ]; then
+    echo "== per-size sweep: tb-bench -m $sweep, $layouts, $reps interleaved passes"
+    quiet "$out/logs/bench.log" launch -n 2 --out "$out/bench.json" tb-bench -m "$sweep" --layouts "$layouts" \
+      --algorithms "$(join "${alltoallw[@]}")" --interleave --passes "$reps" --benchmark_min_time="$min_time"
+    calibrate_again
+  fi
+  echo "measured: end $(date -u '+%F %T') UTC, load average $(loadavg)" | tee -a "$out/run.txt"
+  hosts=()  # global: the report shows their spread
+  for ((k = 1; k <= calibrated; k++)); do hosts+=("$out/host-$k.json"); done
+  validation host-median "$out/host.json" "${hosts[@]}"
+  echo "calibration: host.json is the median of $calibrated tb-beff calibration(s)" | tee -a "$out/run.txt"
 
-# Copy bandwidth by size from the runs' own memcpy floors (same moment, same timing, both ranks
-# copying at once; each run's median_s as for the algorithms, then the median over the
-# repetitions); the cost per block stays tb-model's (each time a median of 5 runs).
-validation memory-from-floors "$out/memory-floors.json" "$out/memory.json" "$out"/measured-*-rep*.json
+  # Copy bandwidth by size from the runs' own memcpy floors (same moment, same timing, both ranks
+  # copying at once; each run's median_s as for the algorithms, then the median over the
+  # repetitions); the cost per block stays tb-model's (each time a median of 5 runs).
+  validation memory-from-floors "$out/memory-floors.json" "$out/memory.json" "$out"/measured-*-rep*.json
+}
+
+if [ -z "$recost" ]; then
+  measure
+  src=$out network=$out/host.json
+else
+  # The measurements of $recost; the calibrations' spread only where its own host.json is costed.
+  src=$recost network=${TB_VALIDATION_NETWORK:-$recost/host.json}
+  for f in "$network" "$src/memory-floors.json" "$src/overheads.json"; do
+    [ -f "$f" ] || { echo "model_validation: re-costing needs $f, which is missing" >&2; exit 2; }
+  done
+  hosts=()
+  if [ -z "${TB_VALIDATION_NETWORK:-}" ]; then
+    mapfile -t hosts < <(find "$src" -maxdepth 1 -name 'host-[0-9]*.json' | sort -V)
+  fi
+  [ "$sweep" = none ] || [ -f "$src/bench.json" ] || {
+    echo "model_validation: $src/run.txt names the sweep $sweep, but $src/bench.json is missing" >&2
+    exit 2
+  }
+  echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
+fi
+
 # tb-model on the calibrated host: model CSV [tb-model options...]
 model() {
   local csv=$1
   shift
-  quiet "$out/logs/$(basename "$csv" .csv).log" launch --out "$csv" tb-model --network "$out/host.json" \
-    --memory "$out/memory-floors.json" --overheads "$out/overheads.json" "$@"
+  quiet "$out/logs/$(basename "$csv" .csv).log" launch --out "$csv" tb-model --network "$network" \
+    --memory "$src/memory-floors.json" --overheads "$src/overheads.json" "$@"
 }
 redistribute=()
 for n in "${sizes[@]}"; do
   model "$out/predicted-$n.csv" --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64
   redistribute+=(--redistribute "$out/predicted-$n.csv")
-  for ((rep = 1; rep <= reps; rep++)); do redistribute+=("$out/measured-$n-rep$rep.json"); done
+  mapfile -t repetitions < <(find "$src" -maxdepth 1 -name "measured-$n-rep[0-9]*.json" | sort -V)
+  [ ${#repetitions[@]} -gt 0 ] || { echo "model_validation: no measured-$n-rep*.json in $src" >&2; exit 2; }
+  redistribute+=("${repetitions[@]}")
 done
+bench=()
 if [ "$sweep" != none ]; then
+  bench=(--bench "$src/bench.json" "$out/bench-predicted")
   mkdir -p "$out/bench-predicted"
   validation patterns "$out/bench-patterns.jsonl" --sizes "$sweep" --layouts "$layouts" --ranks 2 |
     while read -r call layout bytes; do
       model "$out/bench-predicted/$layout-$bytes.csv" --pattern "$out/bench-patterns.jsonl" --call "$call" </dev/null
     done
 fi
-echo "== predicted against measured (tb-model on the calibrated host; measured: median of $reps repetitions)"
+echo "== predicted against measured (tb-model on $network; measured: the median of each point's repetitions)"
+spread=()
+[ ${#hosts[@]} -eq 0 ] || spread=(--calibrations "${hosts[@]}")
 validation report "${redistribute[@]}" "${bench[@]}" --min-repetitions 5 --expect-algorithms "$(join "${costed[@]}")" \
-  --markdown "$out/report.md" --csv "$out/validation.csv"
+  "${spread[@]}" --markdown "$out/report.md" --csv "$out/validation.csv"
 echo "end: $(date -u '+%F %T') UTC, load average $(loadavg)" >> "$out/run.txt"
 echo "report: $out/report.md, $out/validation.csv"
