@@ -82,6 +82,21 @@ int g_live_states = 0;
 int g_live_node_syncs = 0;  // node barrier mutexes and condition variables this rank created
 #endif
 
+// What this rank asks MPI_Win_allocate_shared for when the node shares one area of `bytes`
+// addressed from local rank 0's segment: all of it on local rank 0, nothing elsewhere. SimGrid
+// SMPI 3.32 allocates ONE block of rank 0's size x ranks (see node_shared_buffer.cpp), which would
+// be the area times the node's ranks (32x on the XC40-like platform), so there every rank asks
+// for its part and the block is the area, rounded up.
+MPI_Aint share_of_area(std::int64_t bytes, int ranks_on_node, int local_rank) {
+#if defined(TB_SMPI)
+  (void)local_rank;
+  return static_cast<MPI_Aint>((bytes + ranks_on_node - 1) / ranks_on_node);
+#else
+  (void)ranks_on_node;
+  return local_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0;
+#endif
+}
+
 // The staging memory of one prepared call (NodeLeaderAlltoallw::prepare_exchange): a shared
 // window on the node (rank 0 of the node holds it all), or private memory on a node of one
 // rank. The node state owns it and frees it with the communicator; a prepared call holds it
@@ -113,7 +128,7 @@ struct PreparedArea {
       base = private_memory.get();
     } else {
       void* mine = nullptr;
-      const MPI_Aint size = local_rank == 0 ? static_cast<MPI_Aint>(bytes) : 0;
+      const MPI_Aint size = share_of_area(bytes, ranks_on_node, local_rank);
       TB_MPI_CHECK(PMPI_Win_allocate_shared(size, 1, MPI_INFO_NULL, node_comm, &mine, &window));
       MPI_Aint got = 0;
       int unit = 0;
@@ -292,7 +307,7 @@ struct NodeState {
       private_staging = std::make_unique_for_overwrite<std::byte[]>(static_cast<std::size_t>(want));
       staging = private_staging.get();
     } else {
-      const MPI_Aint mine = local_rank == 0 ? static_cast<MPI_Aint>(want) : 0;
+      const MPI_Aint mine = share_of_area(want, ranks_on_node, local_rank);
       void* base = nullptr;
       TB_MPI_CHECK(PMPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, node_comm, &base, &staging_window));
       MPI_Aint size = 0;
