@@ -31,6 +31,21 @@ nlohmann::json hwloc_summary() {
   return j;
 }
 
+// hwloc_summary() of rank 0's host, on every rank. Only rank 0 loads a topology: under SMPI all
+// ranks share one process, and each load and destroy opens and closes hwloc's plugins (and their
+// libraries) again, which the dynamic loader pays for with every rank's privatised copy loaded so
+// far: at 4096 simulated ranks that was most of a run's wall time.
+nlohmann::json root_hwloc_summary(MPI_Comm comm) {
+  int rank = 0;
+  TB_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  std::string text = rank == 0 ? hwloc_summary().dump() : std::string();
+  int length = static_cast<int>(text.size());
+  TB_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, comm));
+  text.resize(static_cast<std::size_t>(length));
+  TB_MPI_CHECK(MPI_Bcast(text.data(), length, MPI_CHAR, 0, comm));
+  return nlohmann::json::parse(text);
+}
+
 nlohmann::json relevant_environment() {
   static constexpr std::string_view prefixes[] = {"MPIR_CVAR_", "MPICH_", "HYDRA_", "UCX_", "OMPI_MCA_", "TB_"};
   nlohmann::json env = nlohmann::json::object();
@@ -107,7 +122,7 @@ nlohmann::json run_metadata(MPI_Comm comm) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   j["host"] = host;
-  j["hwloc"] = hwloc_summary();
+  j["hwloc"] = root_hwloc_summary(comm);
   j["environment"] = relevant_environment();
   j["git_commit"] = git_commit();
   j["compiler"] = std::string("g++ ") + __VERSION__;
