@@ -27,8 +27,12 @@ class PlatformNetwork(unittest.TestCase):
     def test_factors_set_by_the_file_replace_the_defaults(self):
         c = platform_network.network(os.path.join(PLATFORMS, "this-host.xml"))["cluster"]
         self.assertEqual((c["topology"], c["nodes"], c["cores_per_node"]), ("FLAT", 1, 2))
-        self.assertEqual(c["bandwidth_factor"], [[0.0, 1.0]])
-        self.assertEqual(c["latency_factor"], [[0.0, 1.0]])
+        props = {p.get("id"): p.get("value")
+                 for p in platform_network.ET.parse(os.path.join(PLATFORMS, "this-host.xml")).findall("./config/prop")}
+        for key, prop in (("bandwidth_factor", "smpi/bw-factor"), ("latency_factor", "smpi/lat-factor")):
+            written = sorted([float(v) for v in pair.split(":")] for pair in props[prop].split(";"))
+            self.assertEqual(c[key], written)
+            self.assertNotEqual(c[key], platform_network.factor(platform_network.SMPI_BW_FACTOR, "defaults"))
 
     def test_units(self):
         self.assertAlmostEqual(platform_network.bandwidth("100Gbps", "x"), 12.5e9)

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""A SimGrid platform of this host from its measured MPI messages, for comparing SMPI with
+measurements made here (docs/simulation.md, "SMPI against this host").
+
+  mpiexec.mpich -n 2 build/mpich/bin/tb-beff --fit-out host.json
+  host_platform.py host.json --out this-host.xml [--cores N]
+
+tb-beff's key host.message_seconds_by_bytes is the measured time t(L) of one MPI message of L
+bytes between two ranks of this host, 1 B to 16 MiB. The platform is one node whose loopback
+link (what two ranks on one host talk through in SMPI) has the latency t of the smallest size
+and the highest bandwidth any size reached, and SMPI's piecewise factors (smpi/lat-factor,
+smpi/bw-factor: a message of L bytes takes lat * lat-factor(L) + L / (bw * bw-factor(L)),
+each factor that of the largest threshold <= L) are chosen so that a message of each measured
+size takes exactly its measured time. Sizes between two measured ones take the smaller one's
+factors.
+
+What the platform cannot carry: SMPI charges no time for datatype processing inside MPI calls
+(packing and unpacking non-contiguous types), which MPICH spends; tb-beff measures that too
+(key library.copy_bandwidth_bytes_per_s, MPI_Pack's rate), and the script prints it.
+"""
+import argparse
+import json
+import sys
+from xml.sax.saxutils import quoteattr
+
+# A size whose measured time is within this fraction of latency plus bytes over the bandwidth is
+# matched by the latency factor alone (its bandwidth term is too small to fit).
+LATENCY_BOUND = 1.05
+
+
+class CalibrationError(ValueError):
+    pass
+
+
+def message_curve(calibration, path):
+    try:
+        curve = calibration["host"]["message_seconds_by_bytes"]
+        points = sorted((float(size), float(seconds)) for size, seconds in curve)
+    except (KeyError, TypeError, ValueError):
+        raise CalibrationError(f"{path}: no host.message_seconds_by_bytes (write it with tb-beff --fit-out)") from None
+    if len(points) < 2:
+        raise CalibrationError(f"{path}: host.message_seconds_by_bytes needs at least 2 sizes, it has {len(points)}")
+    for size, seconds in points:
+        if size <= 0 or seconds <= 0:
+            raise CalibrationError(f"{path}: host.message_seconds_by_bytes has {seconds} s at {size} B; both must be > 0")
+    return points
+
+
+def fit(points):
+    """The loopback's latency and bandwidth and the per-size factors that reproduce points."""
+    latency = points[0][1]
+    bandwidth = max(size / seconds for size, seconds in points)
+    lat_factor, bw_factor = [], []
+    for i, (size, seconds) in enumerate(points):
+        threshold = 0 if i == 0 else int(size)
+        transfer = seconds - latency
+        if transfer * bandwidth > size / LATENCY_BOUND:
+            lat_factor.append((threshold, 1.0))
+            bw_factor.append((threshold, size / (bandwidth * transfer)))
+        else:
+            lat_factor.append((threshold, (seconds - size / bandwidth) / latency))
+            bw_factor.append((threshold, 1.0))
+    return latency, bandwidth, lat_factor, bw_factor
+
+
+def simulated_seconds(size, latency, bandwidth, lat_factor, bw_factor):
+    """What SMPI's factors make of one message of size bytes (the rule fit() inverts)."""
+    def at(factors):
+        return [f for threshold, f in factors if threshold <= size][-1]
+    return latency * at(lat_factor) + size / (bandwidth * at(bw_factor))
+
+
+def factor_text(factors):
+    return ";".join(f"{threshold}:{value:.6g}" for threshold, value in factors)
+
+
+def platform(calibration, path, cores, command):
+    latency, bandwidth, lat_factor, bw_factor = fit(message_curve(calibration, path))
+    measured = calibration.get("calibration", {})
+    library = measured.get("mpi_library", "the MPI library tb-beff ran on")
+    when = measured.get("timestamp_utc", "an unrecorded time")
+    lat_us = f"{latency * 1e6:.4f}us"
+    bw = f"{bandwidth / 1e9:.4f}GBps"
+    return f"""<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<!-- This host as SMPI sees it, written by experiments/host_platform.py from {path}: one node
+     (node-0) of {cores} cores whose loopback link stands for {library}'s transport between two
+     ranks of one host, measured by tb-beff at {when} (the command is the property
+     tb_messages_measured_by below). Loopback latency: the smallest message's time; bandwidth:
+     the highest any measured size reached; smpi/lat-factor and smpi/bw-factor per size make
+     each measured size take its measured time (docs/simulation.md).
+     speed 1 Gf with tb-smpirun's smpi/host-speed of 1 Gf: a compute burst that SMPI times here
+     takes the same simulated time (when smpi/simulate-computation is on). -->
+<platform version="4.1">
+  <config>
+    <prop id="smpi/bw-factor" value={quoteattr(factor_text(bw_factor))}/>
+    <prop id="smpi/lat-factor" value={quoteattr(factor_text(lat_factor))}/>
+  </config>
+  <cluster id="thishost" prefix="node-" suffix="" radical="0-0" speed="1Gf" core="{cores}"
+           bw="{bw}" lat="{lat_us}" loopback_bw="{bw}" loopback_lat="{lat_us}">
+    <prop id="tb_messages_measured_by" value={quoteattr(command)}/>
+  </cluster>
+</platform>
+"""
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("calibration", help="tb-beff --fit-out's JSON")
+    parser.add_argument("--out", required=True, help="the platform file to write")
+    parser.add_argument("--cores", type=int, default=2, help="cores of the node (default 2)")
+    parser.add_argument("--measured-by", default="mpiexec.mpich -n 2 build/mpich/bin/tb-beff --fit-out host.json",
+                        help="the command that wrote the calibration, recorded in the platform")
+    args = parser.parse_args(argv)
+    if args.cores < 1:
+        parser.error(f"--cores must be at least 1, not {args.cores}")
+    try:
+        with open(args.calibration) as f:
+            calibration = json.load(f)
+        text = platform(calibration, args.calibration, args.cores, args.measured_by)
+    except (OSError, json.JSONDecodeError, CalibrationError) as e:
+        print(f"host_platform.py: {e}", file=sys.stderr)
+        return 2
+    with open(args.out, "w") as f:
+        f.write(text)
+    pack = calibration.get("library", {}).get("copy_bandwidth_bytes_per_s")
+    if pack:
+        print(f"host_platform.py: wrote {args.out}; not in it: the library's datatype engine "
+              f"(MPI_Pack at {pack / 1e9:.3f} GB/s here), which SMPI does not charge")
+    else:
+        print(f"host_platform.py: wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

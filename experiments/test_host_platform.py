@@ -1,0 +1,66 @@
+"""experiments/host_platform.py: a platform of this host whose SMPI factors reproduce measured messages."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+import host_platform  # noqa: E402
+import platform_network  # noqa: E402
+
+# A measured curve with what real ones have: a latency-bound start, a size slower than the
+# Hockney line (out of cache) and one faster than the line through its neighbours.
+CURVE = [[1, 0.52e-6], [64, 0.50e-6], [1024, 0.74e-6], [65536, 6.1e-6], [1048576, 57e-6], [16777216, 3173e-6]]
+
+
+def calibration(curve=CURVE):
+    return {"host": {"message_seconds_by_bytes": curve},
+            "calibration": {"mpi_library": "MPICH 4.0.2 (ch4:ucx)", "timestamp_utc": "2026-12-03T22:55:02Z"},
+            "library": {"copy_bandwidth_bytes_per_s": 1.4e9}}
+
+
+class HostPlatform(unittest.TestCase):
+    def test_every_measured_size_takes_its_measured_time(self):
+        latency, bandwidth, lat_factor, bw_factor = host_platform.fit(host_platform.message_curve(calibration(), "c"))
+        self.assertEqual(latency, 0.52e-6)
+        self.assertEqual([t for t, _ in bw_factor], [0, 64, 1024, 65536, 1048576, 16777216])
+        for size, seconds in CURVE:
+            self.assertAlmostEqual(host_platform.simulated_seconds(size, latency, bandwidth, lat_factor, bw_factor)
+                                   / seconds, 1.0, places=9, msg=f"{size} B")
+        # Between two measured sizes a message takes the smaller one's factors.
+        between = host_platform.simulated_seconds(4 << 20, latency, bandwidth, lat_factor, bw_factor)
+        self.assertGreater(between, 57e-6)
+        self.assertLess(between, 3173e-6)
+
+    def test_the_platform_is_read_back_by_the_model_with_the_same_factors(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "c.json")
+            with open(path, "w") as f:
+                json.dump(calibration(), f)
+            out = os.path.join(d, "p.xml")
+            self.assertEqual(host_platform.main([path, "--out", out, "--cores", "4"]), 0)
+            c = platform_network.network(out)["cluster"]
+        latency, bandwidth, lat_factor, bw_factor = host_platform.fit(host_platform.message_curve(calibration(), "c"))
+        self.assertEqual((c["topology"], c["nodes"], c["cores_per_node"]), ("FLAT", 1, 4))
+        self.assertAlmostEqual(c["loopback_latency_s"] / latency, 1.0, places=4)
+        self.assertAlmostEqual(c["loopback_bandwidth_bytes_per_s"] / bandwidth, 1.0, places=4)
+        self.assertEqual([t for t, _ in c["bandwidth_factor"]], [t for t, _ in bw_factor])
+        for (_, read), (_, fitted) in zip(c["bandwidth_factor"] + c["latency_factor"], bw_factor + lat_factor):
+            self.assertAlmostEqual(read / fitted, 1.0, places=5)
+
+    def test_bad_calibrations_are_refused_by_name(self):
+        with self.assertRaisesRegex(host_platform.CalibrationError, "no host.message_seconds_by_bytes"):
+            host_platform.message_curve({"host": {}}, "c.json")
+        with self.assertRaisesRegex(host_platform.CalibrationError, "at least 2 sizes"):
+            host_platform.message_curve(calibration([[1, 1e-6]]), "c.json")
+        with self.assertRaisesRegex(host_platform.CalibrationError, "both must be > 0"):
+            host_platform.message_curve(calibration([[1, 1e-6], [64, 0]]), "c.json")
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(host_platform.main([os.path.join(d, "missing.json"), "--out", os.path.join(d, "p.xml")]), 2)
+            self.assertFalse(os.path.exists(os.path.join(d, "p.xml")))
+
+
+if __name__ == "__main__":
+    unittest.main()
