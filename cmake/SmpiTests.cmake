@@ -38,6 +38,8 @@ foreach(name test_redistribute test_node_leader)
 endforeach()
 add_executable(test_fft test_fft.cpp)
 target_link_libraries(test_fft PRIVATE tb_fft tb_mpi_gtest_main)
+add_executable(test_simulated_engine test_simulated_engine.cpp)
+target_link_libraries(test_simulated_engine PRIVATE tb_collectives tb_mpi_gtest_main)
 
 # tb_add_smpi_test(<name> RANKS n... [TIMEOUT s] EXPECT regex... COMMAND program args...)
 # One test per rank count, smpi.<name>.np<N>: passes when the program exits 0 under tb-smpirun,
@@ -70,6 +72,27 @@ set(env_cases NodeLeader.SharedArraysAreReadOnceBySingleCopyAndStagedOnRequest N
 list(JOIN env_cases ":" env_cases)
 tb_add_smpi_test(test_node_leader RANKS 2 3 4 EXPECT "\\[  PASSED  \\] [0-9]+ tests"
                  COMMAND $<TARGET_FILE:test_node_leader> --gtest_filter=-${env_cases})
+
+# The library's datatype engine, charged where the platform measured it (this host's platform,
+# computation simulated) and nowhere else: the CI cluster has no measurement, and with computation
+# off (tb-smpirun passes smpi/simulate-computation:no on) no local work is charged at all.
+set(this_host_hosts ${CMAKE_CURRENT_BINARY_DIR}/this-host-2.hosts)
+file(WRITE ${this_host_hosts} "node-0\nnode-0\n")
+foreach(case "charged;this-host;" "not charged;ci-cluster;" "not charged;this-host-compute-off;--cfg=smpi/simulate-computation:no")
+  list(GET case 0 expect)
+  list(GET case 1 name)
+  list(GET case 2 option)
+  set(env "TB_TEST_ENGINE=${expect}")
+  if(name MATCHES "^this-host")
+    list(APPEND env "TB_SMPI_PLATFORM=${PROJECT_SOURCE_DIR}/experiments/platforms/this-host.xml"
+                    "TB_SMPI_HOSTFILE=${this_host_hosts}")
+  endif()
+  add_test(NAME smpi.simulated-engine.${name}.np2
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "\\[  PASSED  \\] 4 tests"
+                   ${TB_SMPI_LAUNCH} ${option} -np 2 $<TARGET_FILE:test_simulated_engine>)
+  set_tests_properties(smpi.simulated-engine.${name}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;smpi;np2"
+                       ENVIRONMENT "${env}")
+endforeach()
 
 # The tools: the MPI library they report is SMPI's; every method verifies; node_leader's path
 # names the leader message between the two simulated hosts (slab over all ranks), and with

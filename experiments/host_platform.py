@@ -14,9 +14,12 @@ each factor that of the largest threshold <= L) are chosen so that a message of 
 size takes exactly its measured time. Sizes between two measured ones take the smaller one's
 factors.
 
-What the platform cannot carry: SMPI charges no time for datatype processing inside MPI calls
-(packing and unpacking non-contiguous types), which MPICH spends; tb-beff measures that too
-(key library.copy_bandwidth_bytes_per_s, MPI_Pack's rate), and the script prints it.
+SMPI itself charges no time for datatype processing inside MPI calls (packing and unpacking
+non-contiguous types), which MPICH spends. tb-beff measures that pass too (key
+library.bandwidth_by_bytes, MPI_Pack's rate per size, or library.copy_bandwidth_bytes_per_s),
+and the platform carries it as the zone property tb_datatype_engine_bandwidth_by_bytes, which
+the smpi build charges for the non-contiguous sides that native and pairwise hand to MPI
+(collectives/simulated_datatype_engine.hpp). --no-datatype-engine leaves it out.
 """
 import argparse
 import json
@@ -70,12 +73,43 @@ def simulated_seconds(size, latency, bandwidth, lat_factor, bw_factor):
     return latency * at(lat_factor) + size / (bandwidth * at(bw_factor))
 
 
+def engine_table(calibration, path):
+    """The library's datatype engine, [(bytes, bytes per second)] ascending, or None."""
+    library = calibration.get("library")
+    if not library:
+        return None
+    try:
+        if library.get("bandwidth_by_bytes"):
+            table = sorted((float(size), float(rate)) for size, rate in library["bandwidth_by_bytes"])
+        else:
+            table = [(1.0, float(library["copy_bandwidth_bytes_per_s"]))]
+    except (KeyError, TypeError, ValueError):
+        raise CalibrationError(f"{path}: library has neither bandwidth_by_bytes [[bytes, bytes/s], ...] "
+                               f"nor copy_bandwidth_bytes_per_s") from None
+    for size, rate in table:
+        if size <= 0 or rate <= 0:
+            raise CalibrationError(f"{path}: library's engine has {rate} B/s at {size} B; both must be > 0")
+    if len({size for size, _ in table}) != len(table):
+        raise CalibrationError(f"{path}: library.bandwidth_by_bytes lists a size twice")
+    return table
+
+
 def factor_text(factors):
     return ";".join(f"{threshold}:{value:.6g}" for threshold, value in factors)
 
 
-def platform(calibration, path, cores, command):
+def engine_property(calibration, path):
+    table = engine_table(calibration, path)
+    if table is None:
+        return ""
+    value = ";".join(f"{int(size)}:{rate:.6g}" for size, rate in table)
+    return f"""
+    <prop id="tb_datatype_engine_bandwidth_by_bytes" value={quoteattr(value)}/>"""
+
+
+def platform(calibration, path, cores, command, datatype_engine=True):
     latency, bandwidth, lat_factor, bw_factor = fit(message_curve(calibration, path))
+    engine = engine_property(calibration, path) if datatype_engine else ""
     measured = calibration.get("calibration", {})
     library = measured.get("mpi_library", "the MPI library tb-beff ran on")
     when = measured.get("timestamp_utc", "an unrecorded time")
@@ -88,7 +122,10 @@ def platform(calibration, path, cores, command):
      ranks of one host, measured by tb-beff at {when} (the command is the property
      tb_messages_measured_by below). Loopback latency: the smallest message's time; bandwidth:
      the highest any measured size reached; smpi/lat-factor and smpi/bw-factor per size make
-     each measured size take its measured time (docs/simulation.md).
+     each measured size take its measured time (docs/simulation.md). The property
+     tb_datatype_engine_bandwidth_by_bytes, where present, is the library's MPI_Pack rate per
+     message size from the same calibration: the smpi build charges it for each non-contiguous
+     side that native and pairwise hand to MPI, which SMPI itself does not charge.
      speed 1 Gf with tb-smpirun's smpi/host-speed of 1 Gf: a compute burst that SMPI times here
      takes the same simulated time (when smpi/simulate-computation is on). -->
 <platform version="4.1">
@@ -98,7 +135,7 @@ def platform(calibration, path, cores, command):
   </config>
   <cluster id="thishost" prefix="node-" suffix="" radical="0-0" speed="1Gf" core="{cores}"
            bw="{bw}" lat="{lat_us}" loopback_bw="{bw}" loopback_lat="{lat_us}">
-    <prop id="tb_messages_measured_by" value={quoteattr(command)}/>
+    <prop id="tb_messages_measured_by" value={quoteattr(command)}/>{engine}
   </cluster>
 </platform>
 """
@@ -111,24 +148,26 @@ def main(argv):
     parser.add_argument("--cores", type=int, default=2, help="cores of the node (default 2)")
     parser.add_argument("--measured-by", default="mpiexec.mpich -n 2 build/mpich/bin/tb-beff --fit-out host.json",
                         help="the command that wrote the calibration, recorded in the platform")
+    parser.add_argument("--no-datatype-engine", action="store_true",
+                        help="leave out the library's datatype engine (SMPI then charges nothing for it)")
     args = parser.parse_args(argv)
     if args.cores < 1:
         parser.error(f"--cores must be at least 1, not {args.cores}")
     try:
         with open(args.calibration) as f:
             calibration = json.load(f)
-        text = platform(calibration, args.calibration, args.cores, args.measured_by)
+        text = platform(calibration, args.calibration, args.cores, args.measured_by,
+                        datatype_engine=not args.no_datatype_engine)
     except (OSError, json.JSONDecodeError, CalibrationError) as e:
         print(f"host_platform.py: {e}", file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
         f.write(text)
-    pack = calibration.get("library", {}).get("copy_bandwidth_bytes_per_s")
-    if pack:
-        print(f"host_platform.py: wrote {args.out}; not in it: the library's datatype engine "
-              f"(MPI_Pack at {pack / 1e9:.3f} GB/s here), which SMPI does not charge")
+    if args.no_datatype_engine or '<prop id="tb_datatype_engine_bandwidth_by_bytes"' not in text:
+        why = "left out (--no-datatype-engine)" if args.no_datatype_engine else "not in the calibration (no key library)"
+        print(f"host_platform.py: wrote {args.out}; the library's datatype engine {why}: SMPI charges nothing for it")
     else:
-        print(f"host_platform.py: wrote {args.out}")
+        print(f"host_platform.py: wrote {args.out}, with the library's datatype engine")
     return 0
 
 

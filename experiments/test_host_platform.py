@@ -13,6 +13,7 @@ import platform_network  # noqa: E402
 # A measured curve with what real ones have: a latency-bound start, a size slower than the
 # Hockney line (out of cache) and one faster than the line through its neighbours.
 CURVE = [[1, 0.52e-6], [64, 0.50e-6], [1024, 0.74e-6], [65536, 6.1e-6], [1048576, 57e-6], [16777216, 3173e-6]]
+ENGINE_PROP = '<prop id="tb_datatype_engine_bandwidth_by_bytes"'
 
 
 def calibration(curve=CURVE):
@@ -60,6 +61,32 @@ class HostPlatform(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             self.assertEqual(host_platform.main([os.path.join(d, "missing.json"), "--out", os.path.join(d, "p.xml")]), 2)
             self.assertFalse(os.path.exists(os.path.join(d, "p.xml")))
+
+    def test_the_library_engine_is_a_zone_property_unless_left_out(self):
+        with_table = calibration()
+        with_table["library"]["bandwidth_by_bytes"] = [[262144, 1.45e9], [65536, 1.37e9]]
+        text = host_platform.platform(with_table, "c", 2, "cmd")
+        self.assertIn('<prop id="tb_datatype_engine_bandwidth_by_bytes" value="65536:1.37e+09;262144:1.45e+09"/>', text)
+        self.assertIn('value="1:1.4e+09"/>', host_platform.platform(calibration(), "c", 2, "cmd"))
+        self.assertNotIn(ENGINE_PROP, host_platform.platform(with_table, "c", 2, "cmd", datatype_engine=False))
+        no_library = calibration()
+        del no_library["library"]
+        self.assertNotIn(ENGINE_PROP, host_platform.platform(no_library, "c", 2, "cmd"))
+        with tempfile.TemporaryDirectory() as d:  # the model's reader takes the platform with it
+            path, out = os.path.join(d, "c.json"), os.path.join(d, "p.xml")
+            with open(path, "w") as f:
+                json.dump(with_table, f)
+            self.assertEqual(host_platform.main([path, "--out", out]), 0)
+            self.assertEqual(platform_network.network(out)["cluster"]["nodes"], 1)
+
+    def test_a_bad_library_engine_is_refused_by_name(self):
+        for library, message in [({"bandwidth_by_bytes": [[65536, 0]]}, "both must be > 0"),
+                                 ({"bandwidth_by_bytes": [[65536, 1e9], [65536, 2e9]]}, "a size twice"),
+                                 ({"per_block_s": 0}, "neither bandwidth_by_bytes")]:
+            bad = calibration()
+            bad["library"] = library
+            with self.assertRaisesRegex(host_platform.CalibrationError, message):
+                host_platform.platform(bad, "c.json", 2, "cmd")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 #include "collectives/mpi_error.hpp"
 #include "collectives/node_layout.hpp"
+#include "collectives/simulated_datatype_engine.hpp"
 
 #include <hwloc.h>
 #include <unistd.h>
@@ -124,6 +125,10 @@ nlohmann::json run_metadata(MPI_Comm comm) {
   j["host"] = host;
   j["hwloc"] = root_hwloc_summary(comm);
   j["environment"] = relevant_environment();
+#if defined(TB_SMPI)
+  // What the simulation charges that SMPI itself does not: the library's datatype engine.
+  j["smpi_datatype_engine"] = simulated_datatype_engine_summary();
+#endif
   j["git_commit"] = git_commit();
   j["compiler"] = std::string("g++ ") + __VERSION__;
   j["timestamp_utc"] = utc_now();

@@ -2,6 +2,7 @@
 
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
+#include "collectives/simulated_datatype_engine.hpp"
 
 #if defined(OPEN_MPI)
 #include <mpi-ext.h>
@@ -21,18 +22,23 @@ const AlltoallwRegistration registration({
 // The library's persistent request for one call.
 class PreparedNative final : public PreparedExchange {
  public:
-  explicit PreparedNative(MPI_Request request) : request_(request) {}
+  PreparedNative(MPI_Request request, const AlltoallwArgs& args, const AlltoallwComm& comm)
+      : request_(request), args_(args), comm_(comm) {}
   ~PreparedNative() override {
     if (request_ != MPI_REQUEST_NULL) PMPI_Request_free(&request_);
   }
   void start() override {
+    charge_alltoallw_sends(args_, comm_);
     TB_MPI_CHECK(PMPI_Start(&request_));
     TB_MPI_CHECK(PMPI_Wait(&request_, MPI_STATUS_IGNORE));
+    charge_alltoallw_receives(args_, comm_);
   }
   std::string path() const override { return "native (persistent: the library's Alltoallw_init)"; }
 
  private:
   MPI_Request request_;
+  AlltoallwArgs args_;  // the prepared call's, which outlives this exchange
+  AlltoallwComm comm_;
 };
 
 // Neither library's persistent Alltoallw is right in place on the conformance cases: MPICH
@@ -44,7 +50,7 @@ bool library_persistent_usable(const AlltoallwArgs& a) { return a.sendbuf != MPI
 
 }  // namespace
 
-std::unique_ptr<PreparedExchange> prepare_native_alltoallw(const AlltoallwArgs& a) {
+std::unique_ptr<PreparedExchange> prepare_native_alltoallw(const AlltoallwArgs& a, const AlltoallwComm& comm) {
   MPI_Request request = MPI_REQUEST_NULL;
   if (!library_persistent_usable(a)) return nullptr;
 #if MPI_VERSION >= 4
@@ -56,11 +62,11 @@ std::unique_ptr<PreparedExchange> prepare_native_alltoallw(const AlltoallwArgs& 
 #else
   return nullptr;
 #endif
-  return std::make_unique<PreparedNative>(request);
+  return std::make_unique<PreparedNative>(request, a, comm);
 }
 
-std::unique_ptr<PreparedExchange> NativeAlltoallw::prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm&) {
-  return prepare_native_alltoallw(args);
+std::unique_ptr<PreparedExchange> NativeAlltoallw::prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) {
+  return prepare_native_alltoallw(args, comm);
 }
 
 void native_alltoallw(const AlltoallwArgs& a) {
@@ -68,6 +74,11 @@ void native_alltoallw(const AlltoallwArgs& a) {
                               a.rdispls, a.recvtypes, a.comm));
 }
 
-void NativeAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm&) { native_alltoallw(args); }
+// Under SMPI the library's datatype engine is charged around the call (simulated_datatype_engine.hpp).
+void NativeAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) {
+  charge_alltoallw_sends(args, comm);
+  native_alltoallw(args);
+  charge_alltoallw_receives(args, comm);
+}
 
 }  // namespace tb

@@ -4,6 +4,7 @@
 #include "collectives/comm_cache.hpp"
 #include "collectives/pack.hpp"
 #include "collectives/registry.hpp"
+#include "collectives/simulated_datatype_engine.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -68,8 +69,10 @@ void exchange_in_place(const AlltoallwArgs& a, int size, int rank, MPI_Comm comm
     const std::int64_t bytes = bytes_of(a.recvcounts[peer], a.recvtypes[peer]);
     if (peer == rank || bytes == 0) continue;
     MPI_Status status;
+    charge_datatype_engine(a.recvcounts[peer], a.recvtypes[peer]);  // under SMPI: the library's packing
     const int code = PMPI_Sendrecv_replace(at(a.recvbuf, a.rdispls[peer]), a.recvcounts[peer], a.recvtypes[peer],
                                            peer, tag, peer, tag, comm, &status);
+    charge_datatype_engine(a.recvcounts[peer], a.recvtypes[peer]);  // and its unpacking
     check_receive(code, status, peer, rank, bytes, error);
   }
 }
@@ -95,6 +98,7 @@ class PreparedPairwise final : public PreparedExchange {
   bool in_place_ = false;
   std::vector<MPI_Request> requests_;  // the steps' requests, back to back
   std::vector<int> step_begin_;        // step s: requests_[step_begin_[s], step_begin_[s + 1])
+  std::vector<std::pair<int, int>> step_peers_;  // step s: (dst, src)
   std::vector<int> in_place_peers_;    // in place: the peer of each step with data
   std::shared_ptr<const TypeLayout> self_send_, self_recv_;
 };
@@ -133,6 +137,7 @@ void PreparedPairwise::add_step(int dst, int src) {
                                 traffic_, &requests_.back()));
   }
   step_begin_.push_back(static_cast<int>(requests_.size()));
+  step_peers_.emplace_back(dst, src);
 }
 
 PreparedPairwise::~PreparedPairwise() {
@@ -157,19 +162,26 @@ void PreparedPairwise::start() {
     PMPI_Error_class(code, &error_class);
     error.note(error_class, std::string("pairwise (persistent): ") + what + " failed: " + mpi_error_string(code));
   };
+  const AlltoallwArgs& a = args_;
   if (in_place_) {
-    for (const int peer : in_place_peers_)
-      keep(PMPI_Sendrecv_replace(at(args_.recvbuf, args_.rdispls[peer]), args_.recvcounts[peer], args_.recvtypes[peer],
-                                 peer, tag_, peer, tag_, traffic_, MPI_STATUS_IGNORE),
+    for (const int peer : in_place_peers_) {
+      charge_datatype_engine(a.recvcounts[peer], a.recvtypes[peer]);  // under SMPI: the library's packing
+      keep(PMPI_Sendrecv_replace(at(a.recvbuf, a.rdispls[peer]), a.recvcounts[peer], a.recvtypes[peer], peer, tag_,
+                                 peer, tag_, traffic_, MPI_STATUS_IGNORE),
            "MPI_Sendrecv_replace");
+      charge_datatype_engine(a.recvcounts[peer], a.recvtypes[peer]);  // and its unpacking
+    }
   } else {
     copy_self();
     for (std::size_t s = 0; s + 1 < step_begin_.size(); ++s) {
       const int n = step_begin_[s + 1] - step_begin_[s];
       if (n == 0) continue;
       MPI_Request* step = requests_.data() + step_begin_[s];
+      const auto [dst, src] = step_peers_[s];
+      charge_datatype_engine(a.sendcounts[dst], a.sendtypes[dst]);  // under SMPI: the library's packing
       keep(PMPI_Startall(n, step), "MPI_Startall");
       keep(PMPI_Waitall(n, step, MPI_STATUSES_IGNORE), "MPI_Waitall");
+      charge_datatype_engine(a.recvcounts[src], a.recvtypes[src]);  // and its unpacking
     }
   }
   if (!error.empty()) error.raise();
@@ -215,11 +227,13 @@ void PairwiseAlltoallw::exchange(const AlltoallwArgs& a, const AlltoallwComm& c)
     const std::int64_t expected = bytes_of(a.recvcounts[src], a.recvtypes[src]);
     const bool recvs = expected > 0;
     MPI_Status status;
+    if (sends) charge_datatype_engine(a.sendcounts[dst], a.sendtypes[dst]);  // under SMPI: the library's packing
     const int code = PMPI_Sendrecv(at(a.sendbuf, a.sdispls[dst]), sends ? a.sendcounts[dst] : 0,
                                    sends ? a.sendtypes[dst] : MPI_BYTE, sends ? dst : MPI_PROC_NULL, tag,
                                    at(a.recvbuf, a.rdispls[src]), recvs ? a.recvcounts[src] : 0,
                                    recvs ? a.recvtypes[src] : MPI_BYTE, recvs ? src : MPI_PROC_NULL, tag, comm,
                                    &status);
+    if (recvs) charge_datatype_engine(a.recvcounts[src], a.recvtypes[src]);  // and its unpacking
     if (recvs || code != MPI_SUCCESS) check_receive(code, status, src, rank, expected, error);
   }
   if (!error.empty()) error.raise();

@@ -1,0 +1,138 @@
+#include "collectives/simulated_datatype_engine.hpp"
+
+#include "collectives/algorithm_support.hpp"
+#include "collectives/type_layout.hpp"
+
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+#include <smpi/smpi.h>
+#include <xbt/config.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace tb {
+namespace {
+
+constexpr const char* kProperty = "tb_datatype_engine_bandwidth_by_bytes";
+
+// The engine's bandwidth by message bytes, from the platform; empty: nothing is charged.
+struct Engine {
+  std::vector<std::pair<double, double>> bandwidth_by_bytes;  // ascending bytes
+  std::string summary;
+};
+
+// "BYTES:BYTES_PER_S;..." with positive numbers in ascending bytes, else an error naming the
+// property, its zone and what is wrong.
+std::vector<std::pair<double, double>> parse_table(const std::string& text, const std::string& zone) {
+  std::vector<std::pair<double, double>> table;
+  std::istringstream entries(text);
+  for (std::string entry; std::getline(entries, entry, ';');) {
+    const auto colon = entry.find(':');
+    double bytes = 0.0, bandwidth = 0.0;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no ':'");
+      std::size_t used = 0;
+      bytes = std::stod(entry.substr(0, colon), &used);
+      if (used != colon) throw std::invalid_argument("trailing text");
+      bandwidth = std::stod(entry.substr(colon + 1), &used);
+      if (used != entry.size() - colon - 1) throw std::invalid_argument("trailing text");
+    } catch (const std::exception&) {
+      throw std::invalid_argument("platform zone '" + zone + "': property " + kProperty + " has the entry '" + entry +
+                                  "'; each entry is BYTES:BYTES_PER_S, separated by ';'");
+    }
+    if (!(bytes > 0.0) || !(bandwidth > 0.0) || (!table.empty() && bytes <= table.back().first))
+      throw std::invalid_argument("platform zone '" + zone + "': property " + kProperty + " has the entry '" + entry +
+                                  "'; bytes and bandwidth must be > 0, bytes ascending");
+    table.emplace_back(bytes, bandwidth);
+  }
+  if (table.empty())
+    throw std::invalid_argument("platform zone '" + zone + "': property " + kProperty + " is empty");
+  return table;
+}
+
+Engine find_engine() {
+  if (!simgrid::config::get_value<bool>("smpi/simulate-computation"))
+    return {{}, "not charged: computation is not simulated (smpi/simulate-computation off)"};
+  // The host's zone, then the zones around it up to the root (whose get_parent() must not be
+  // called: SimGrid 3.32 dereferences the missing parent).
+  const simgrid::s4u::NetZone* root = simgrid::s4u::Engine::get_instance()->get_netzone_root();
+  for (const simgrid::s4u::NetZone* zone = simgrid::s4u::Host::current()->get_englobing_zone(); zone != nullptr;
+       zone = zone == root ? nullptr : zone->get_parent()) {
+    if (const char* value = zone->get_property(kProperty))
+      return {parse_table(value, zone->get_name()),
+              std::string("charged: ") + value + " (platform zone '" + zone->get_name() + "')"};
+  }
+  return {{}, std::string("not charged: no platform zone of this host has the property ") + kProperty};
+}
+
+// Looked up once per rank (SMPI privatises globals per simulated rank).
+const Engine& engine() {
+  static const Engine found = find_engine();
+  return found;
+}
+
+double bandwidth_at(const std::vector<std::pair<double, double>>& table, double bytes) {
+  if (bytes <= table.front().first) return table.front().second;
+  for (std::size_t i = 1; i < table.size(); ++i) {
+    const auto& [x0, y0] = table[i - 1];
+    const auto& [x1, y1] = table[i];
+    if (bytes <= x1) return y0 + std::log(bytes / x0) / std::log(x1 / x0) * (y1 - y0);
+  }
+  return table.back().second;
+}
+
+// Seconds of one engine pass over `count` instances of `type`; 0 when they are one contiguous run.
+double pass_seconds(int count, MPI_Datatype type) {
+  const auto& table = engine().bandwidth_by_bytes;
+  const std::int64_t bytes = bytes_of(count, type);
+  if (table.empty() || bytes <= 0) return 0.0;
+  const auto layout = type_layout(type);
+  if (layout->dense() || (count == 1 && layout->blocks.size() == 1)) return 0.0;
+  return static_cast<double>(bytes) / bandwidth_at(table, static_cast<double>(bytes));
+}
+
+// The pass as this rank's simulated computation; the compute burst before it is closed first,
+// and a new one opened after it, as SMPI does around its own calls.
+void charge(double seconds) {
+  if (seconds > 0.0) smpi_execute_benched(seconds);
+}
+
+}  // namespace
+
+void charge_datatype_engine(int count, MPI_Datatype type) { charge(pass_seconds(count, type)); }
+
+void charge_alltoallw_sends(const AlltoallwArgs& a, const AlltoallwComm& c) {
+  if (engine().bandwidth_by_bytes.empty() || c.inter) return;
+  const bool in_place = a.sendbuf == MPI_IN_PLACE;  // then each peer's block leaves from recvbuf
+  const int* counts = in_place ? a.recvcounts : a.sendcounts;
+  const MPI_Datatype* types = in_place ? a.recvtypes : a.sendtypes;
+  double seconds = 0.0;
+  for (int peer = 0; peer < c.size; ++peer) {
+    if (peer != c.rank) {
+      seconds += pass_seconds(counts[peer], types[peer]);
+    } else if (!in_place) {  // the message to itself: one pass over the more fragmented side
+      seconds += std::max(pass_seconds(a.sendcounts[peer], a.sendtypes[peer]),
+                          pass_seconds(a.recvcounts[peer], a.recvtypes[peer]));
+    }
+  }
+  charge(seconds);
+}
+
+void charge_alltoallw_receives(const AlltoallwArgs& a, const AlltoallwComm& c) {
+  if (engine().bandwidth_by_bytes.empty() || c.inter) return;
+  double seconds = 0.0;
+  for (int peer = 0; peer < c.size; ++peer)
+    if (peer != c.rank) seconds += pass_seconds(a.recvcounts[peer], a.recvtypes[peer]);
+  charge(seconds);
+}
+
+std::string simulated_datatype_engine_summary() { return engine().summary; }
+
+}  // namespace tb

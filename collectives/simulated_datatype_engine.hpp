@@ -1,0 +1,57 @@
+// The MPI library's datatype engine as simulated time, under SimGrid SMPI (the smpi variant).
+//
+// A real MPI library spends time on a non-contiguous datatype inside its calls: MPICH's ch4
+// packs every non-contiguous side of a message into contiguous bytes before sending and
+// unpacks after receiving, one pass over the data (tb-beff --fit-out measures that pass as
+// MPI_Pack's bandwidth: the calibration's key "library"). SMPI 3.32 moves such bytes without
+// charging any simulated time for them, so on a platform fitted to this host's messages,
+// native and pairwise (which hand MPI the user's subarray types) came out 30-90 % fast while
+// pack_alltoallv (which packs in the testbed's code, which SMPI times) matched.
+//
+// A platform that knows its library's engine says so with the zone property
+//   tb_datatype_engine_bandwidth_by_bytes = "BYTES:BYTES_PER_S;BYTES:BYTES_PER_S;..."
+// (experiments/host_platform.py writes it from tb-beff's calibration), and the testbed then
+// charges, as simulated computation of the rank that does it, one pass of the engine over each
+// non-contiguous side of each message that native and pairwise hand to MPI: a message's bytes
+// at the bandwidth interpolated at its size (in log(bytes), clamped at the ends), the same
+// price as tb-model's library_engine term. Send sides (and the message to itself) are charged
+// before the MPI call, receive sides after it. Nothing is charged when the platform has no
+// such property (the XC40-like, fat-tree and torus platforms: no measured library), or when
+// computation is not simulated (smpi/simulate-computation off, run.py --compute off), where
+// no local work costs anything.
+//
+// Outside the smpi variant these are empty: the real library spends its own time.
+#pragma once
+
+#include "collectives/alltoallw.hpp"
+
+#include <mpi.h>
+
+#include <string>
+
+namespace tb {
+
+#if defined(TB_SMPI)
+
+// Charges the engine for `count` instances of `type` on one side of one message, when they are
+// not one contiguous run.
+void charge_datatype_engine(int count, MPI_Datatype type);
+
+// An MPI_Alltoallw call's sides on this rank: every non-contiguous send side and the message to
+// itself (before the call), every non-contiguous receive side from another rank (after it).
+void charge_alltoallw_sends(const AlltoallwArgs& args, const AlltoallwComm& comm);
+void charge_alltoallw_receives(const AlltoallwArgs& args, const AlltoallwComm& comm);
+
+// What this run charges, for the run's metadata: "charged: <property value> (platform zone
+// '<zone>')", or "not charged: <why>".
+std::string simulated_datatype_engine_summary();
+
+#else
+
+inline void charge_datatype_engine(int, MPI_Datatype) {}
+inline void charge_alltoallw_sends(const AlltoallwArgs&, const AlltoallwComm&) {}
+inline void charge_alltoallw_receives(const AlltoallwArgs&, const AlltoallwComm&) {}
+
+#endif
+
+}  // namespace tb
