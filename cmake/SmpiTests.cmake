@@ -73,25 +73,33 @@ list(JOIN env_cases ":" env_cases)
 tb_add_smpi_test(test_node_leader RANKS 2 3 4 EXPECT "\\[  PASSED  \\] [0-9]+ tests"
                  COMMAND $<TARGET_FILE:test_node_leader> --gtest_filter=-${env_cases})
 
-# The library's datatype engine, charged where the platform measured it (this host's platform,
-# computation simulated) and nowhere else: the CI cluster has no measurement, and with computation
-# off (tb-smpirun passes smpi/simulate-computation:no on) no local work is charged at all.
+# The library's datatype engine (collectives/simulated_datatype_engine.hpp), charged where the
+# platform carries it and computation is simulated, and nowhere else: this host's platform
+# written with experiments/host_platform.py --datatype-engine from the calibration in
+# docs/results (a fixture), the shipped this-host.xml (written without it), and the engine's
+# platform with computation off (tb-smpirun passes smpi/simulate-computation:no on).
+set(engine_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-datatype-engine.xml)
 set(this_host_hosts ${CMAKE_CURRENT_BINARY_DIR}/this-host-2.hosts)
 file(WRITE ${this_host_hosts} "node-0\nnode-0\n")
-foreach(case "charged;this-host;" "not charged;ci-cluster;" "not charged;this-host-compute-off;--cfg=smpi/simulate-computation:no")
+add_test(NAME smpi.simulated-engine.platform
+         COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/experiments/host_platform.py
+                 ${PROJECT_SOURCE_DIR}/docs/results/2026-12-03-this-host-calibration.json --datatype-engine
+                 --out ${engine_platform})
+set_tests_properties(smpi.simulated-engine.platform PROPERTIES TIMEOUT 30 LABELS "smpi;python"
+                     FIXTURES_SETUP smpi_engine_platform PASS_REGULAR_EXPRESSION "with the library's datatype engine")
+foreach(case "charged;with-engine;${engine_platform};"
+             "not charged;this-host;${PROJECT_SOURCE_DIR}/experiments/platforms/this-host.xml;"
+             "not charged;with-engine-compute-off;${engine_platform};--cfg=smpi/simulate-computation:no")
   list(GET case 0 expect)
   list(GET case 1 name)
-  list(GET case 2 option)
-  set(env "TB_TEST_ENGINE=${expect}")
-  if(name MATCHES "^this-host")
-    list(APPEND env "TB_SMPI_PLATFORM=${PROJECT_SOURCE_DIR}/experiments/platforms/this-host.xml"
-                    "TB_SMPI_HOSTFILE=${this_host_hosts}")
-  endif()
+  list(GET case 2 platform)
+  list(GET case 3 option)
   add_test(NAME smpi.simulated-engine.${name}.np2
            COMMAND ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "\\[  PASSED  \\] 4 tests"
                    ${TB_SMPI_LAUNCH} ${option} -np 2 $<TARGET_FILE:test_simulated_engine>)
   set_tests_properties(smpi.simulated-engine.${name}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;smpi;np2"
-                       ENVIRONMENT "${env}")
+                       FIXTURES_REQUIRED smpi_engine_platform ENVIRONMENT
+                       "TB_TEST_ENGINE=${expect};TB_SMPI_PLATFORM=${platform};TB_SMPI_HOSTFILE=${this_host_hosts}")
 endforeach()
 
 # The tools: the MPI library they report is SMPI's; every method verifies; node_leader's path

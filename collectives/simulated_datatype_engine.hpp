@@ -2,23 +2,23 @@
 //
 // A real MPI library spends time on a non-contiguous datatype inside its calls: MPICH's ch4
 // packs every non-contiguous side of a message into contiguous bytes before sending and
-// unpacks after receiving, one pass over the data (tb-beff --fit-out measures that pass as
-// MPI_Pack's bandwidth: the calibration's key "library"). SMPI 3.32 moves such bytes without
-// charging any simulated time for them, so on a platform fitted to this host's messages,
-// native and pairwise (which hand MPI the user's subarray types) came out 30-90 % fast while
-// pack_alltoallv (which packs in the testbed's code, which SMPI times) matched.
+// unpacks after receiving (tb-beff --fit-out measures MPI_Pack's bandwidth: the calibration's
+// key "library"). SMPI 3.32 moves such bytes without charging any simulated time for them.
 //
-// A platform that knows its library's engine says so with the zone property
+// A platform may carry the engine as the zone property
 //   tb_datatype_engine_bandwidth_by_bytes = "BYTES:BYTES_PER_S;BYTES:BYTES_PER_S;..."
-// (experiments/host_platform.py writes it from tb-beff's calibration), and the testbed then
-// charges, as simulated computation of the rank that does it, one pass of the engine over each
-// non-contiguous side of each message that native and pairwise hand to MPI: a message's bytes
-// at the bandwidth interpolated at its size (in log(bytes), clamped at the ends), the same
-// price as tb-model's library_engine term. Send sides (and the message to itself) are charged
-// before the MPI call, receive sides after it. Nothing is charged when the platform has no
-// such property (the XC40-like, fat-tree and torus platforms: no measured library), or when
-// computation is not simulated (smpi/simulate-computation off, run.py --compute off), where
-// no local work costs anything.
+// (experiments/host_platform.py --datatype-engine writes it from tb-beff's calibration), and the
+// testbed then charges, as simulated computation of the rank that does it, one engine pass over
+// each non-contiguous side of each message that native and pairwise hand to MPI: the message's
+// bytes at the bandwidth interpolated at its size (in log(bytes), clamped at the ends), the price
+// of tb-model's library_engine term. Send sides (and native's message to itself, over its more
+// fragmented side) are charged before the MPI call, receive sides after it. Nothing is charged
+// when no zone of the host has the property, or when computation is not simulated
+// (smpi/simulate-computation off, run.py --compute off), where no local work costs anything.
+//
+// It is an experiment, off on every shipped platform: on this host's slab redistributions the
+// charge made native 1.6-4.1x and pairwise 1.0-4.6x too slow at 64 KiB - 1 MiB per peer, so the
+// time SMPI misses there is not this pass (docs/results/2026-12-04-smpi-datatype-engine.md).
 //
 // Outside the smpi variant these are empty: the real library spends its own time.
 #pragma once

@@ -17,9 +17,13 @@ factors.
 SMPI itself charges no time for datatype processing inside MPI calls (packing and unpacking
 non-contiguous types), which MPICH spends. tb-beff measures that pass too (key
 library.bandwidth_by_bytes, MPI_Pack's rate per size, or library.copy_bandwidth_bytes_per_s),
-and the platform carries it as the zone property tb_datatype_engine_bandwidth_by_bytes, which
-the smpi build charges for the non-contiguous sides that native and pairwise hand to MPI
-(collectives/simulated_datatype_engine.hpp). --no-datatype-engine leaves it out.
+and with --datatype-engine the platform carries it as the zone property
+tb_datatype_engine_bandwidth_by_bytes, which the smpi build then charges for the non-contiguous
+sides that native and pairwise hand to MPI (collectives/simulated_datatype_engine.hpp). It is
+off by default: on this host's slab redistributions that charge made SMPI 1.6-4.1x too slow for
+native at 64 KiB - 1 MiB per peer (docs/results/2026-12-04-smpi-datatype-engine.md): the
+platform's messages, fitted to MPICH's contiguous ones, already include the copy a pack would
+replace (tb-beff measures a message of 1 KiB blocks no slower than a contiguous one from 16 KiB).
 """
 import argparse
 import json
@@ -107,7 +111,7 @@ def engine_property(calibration, path):
     <prop id="tb_datatype_engine_bandwidth_by_bytes" value={quoteattr(value)}/>"""
 
 
-def platform(calibration, path, cores, command, datatype_engine=True):
+def platform(calibration, path, cores, command, datatype_engine=False):
     latency, bandwidth, lat_factor, bw_factor = fit(message_curve(calibration, path))
     engine = engine_property(calibration, path) if datatype_engine else ""
     measured = calibration.get("calibration", {})
@@ -123,9 +127,9 @@ def platform(calibration, path, cores, command, datatype_engine=True):
      tb_messages_measured_by below). Loopback latency: the smallest message's time; bandwidth:
      the highest any measured size reached; smpi/lat-factor and smpi/bw-factor per size make
      each measured size take its measured time (docs/simulation.md). The property
-     tb_datatype_engine_bandwidth_by_bytes, where present, is the library's MPI_Pack rate per
-     message size from the same calibration: the smpi build charges it for each non-contiguous
-     side that native and pairwise hand to MPI, which SMPI itself does not charge.
+     tb_datatype_engine_bandwidth_by_bytes, where present (host_platform.py was asked for it),
+     is the library's MPI_Pack rate per message size from the same calibration: the smpi build
+     charges it for each non-contiguous side that native and pairwise hand to MPI.
      speed 1 Gf with tb-smpirun's smpi/host-speed of 1 Gf: a compute burst that SMPI times here
      takes the same simulated time (when smpi/simulate-computation is on). -->
 <platform version="4.1">
@@ -148,8 +152,9 @@ def main(argv):
     parser.add_argument("--cores", type=int, default=2, help="cores of the node (default 2)")
     parser.add_argument("--measured-by", default="mpiexec.mpich -n 2 build/mpich/bin/tb-beff --fit-out host.json",
                         help="the command that wrote the calibration, recorded in the platform")
-    parser.add_argument("--no-datatype-engine", action="store_true",
-                        help="leave out the library's datatype engine (SMPI then charges nothing for it)")
+    parser.add_argument("--datatype-engine", action="store_true",
+                        help="add the library's datatype engine (MPI_Pack's rate), which the smpi build then charges "
+                             "for native's and pairwise's non-contiguous sides")
     args = parser.parse_args(argv)
     if args.cores < 1:
         parser.error(f"--cores must be at least 1, not {args.cores}")
@@ -157,17 +162,17 @@ def main(argv):
         with open(args.calibration) as f:
             calibration = json.load(f)
         text = platform(calibration, args.calibration, args.cores, args.measured_by,
-                        datatype_engine=not args.no_datatype_engine)
+                        datatype_engine=args.datatype_engine)
     except (OSError, json.JSONDecodeError, CalibrationError) as e:
         print(f"host_platform.py: {e}", file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
         f.write(text)
-    if args.no_datatype_engine or '<prop id="tb_datatype_engine_bandwidth_by_bytes"' not in text:
-        why = "left out (--no-datatype-engine)" if args.no_datatype_engine else "not in the calibration (no key library)"
-        print(f"host_platform.py: wrote {args.out}; the library's datatype engine {why}: SMPI charges nothing for it")
-    else:
+    if '<prop id="tb_datatype_engine_bandwidth_by_bytes"' in text:
         print(f"host_platform.py: wrote {args.out}, with the library's datatype engine")
+    else:
+        why = "not in the calibration (no key library)" if args.datatype_engine else "left out (see --datatype-engine)"
+        print(f"host_platform.py: wrote {args.out}; the library's datatype engine {why}: SMPI charges nothing for it")
     return 0
 
 

@@ -62,21 +62,23 @@ class HostPlatform(unittest.TestCase):
             self.assertEqual(host_platform.main([os.path.join(d, "missing.json"), "--out", os.path.join(d, "p.xml")]), 2)
             self.assertFalse(os.path.exists(os.path.join(d, "p.xml")))
 
-    def test_the_library_engine_is_a_zone_property_unless_left_out(self):
+    def test_the_library_engine_is_a_zone_property_when_asked_for(self):
         with_table = calibration()
         with_table["library"]["bandwidth_by_bytes"] = [[262144, 1.45e9], [65536, 1.37e9]]
-        text = host_platform.platform(with_table, "c", 2, "cmd")
+        text = host_platform.platform(with_table, "c", 2, "cmd", datatype_engine=True)
         self.assertIn('<prop id="tb_datatype_engine_bandwidth_by_bytes" value="65536:1.37e+09;262144:1.45e+09"/>', text)
-        self.assertIn('value="1:1.4e+09"/>', host_platform.platform(calibration(), "c", 2, "cmd"))
-        self.assertNotIn(ENGINE_PROP, host_platform.platform(with_table, "c", 2, "cmd", datatype_engine=False))
+        self.assertIn('value="1:1.4e+09"/>', host_platform.platform(calibration(), "c", 2, "cmd", datatype_engine=True))
+        self.assertNotIn(ENGINE_PROP, host_platform.platform(with_table, "c", 2, "cmd"))
         no_library = calibration()
         del no_library["library"]
-        self.assertNotIn(ENGINE_PROP, host_platform.platform(no_library, "c", 2, "cmd"))
+        self.assertNotIn(ENGINE_PROP, host_platform.platform(no_library, "c", 2, "cmd", datatype_engine=True))
         with tempfile.TemporaryDirectory() as d:  # the model's reader takes the platform with it
             path, out = os.path.join(d, "c.json"), os.path.join(d, "p.xml")
             with open(path, "w") as f:
                 json.dump(with_table, f)
-            self.assertEqual(host_platform.main([path, "--out", out]), 0)
+            self.assertEqual(host_platform.main([path, "--out", out, "--datatype-engine"]), 0)
+            with open(out) as f:
+                self.assertIn(ENGINE_PROP, f.read())
             self.assertEqual(platform_network.network(out)["cluster"]["nodes"], 1)
 
     def test_a_bad_library_engine_is_refused_by_name(self):
@@ -86,7 +88,7 @@ class HostPlatform(unittest.TestCase):
             bad = calibration()
             bad["library"] = library
             with self.assertRaisesRegex(host_platform.CalibrationError, message):
-                host_platform.platform(bad, "c.json", 2, "cmd")
+                host_platform.platform(bad, "c.json", 2, "cmd", datatype_engine=True)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@
 // the block received from it (the self blocks are empty, so no copy the testbed times adds to
 // either), each at the platform's bandwidth at that size.
 // TB_TEST_ENGINE (read only) says what the ctest's platform and options make of it: "charged"
-// (experiments/platforms/this-host.xml: its property, whose size of 262144 bytes this test uses,
-// so no interpolation is involved) or "not charged" (the CI cluster has no property; computation
-// not simulated).
+// (this host's platform written with experiments/host_platform.py --datatype-engine: its table
+// has an entry at 262144 bytes, the size this test uses, so no interpolation is involved) or
+// "not charged" (the shipped this-host.xml has no engine; computation not simulated).
 #include "collectives/registry.hpp"
 #include "collectives/simulated_datatype_engine.hpp"
 
