@@ -95,12 +95,22 @@ foreach(case "charged;with-engine;${engine_platform};"
   list(GET case 2 platform)
   list(GET case 3 option)
   add_test(NAME smpi.simulated-engine.${name}.np2
-           COMMAND ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "\\[  PASSED  \\] 4 tests"
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "Simulated time: [0-9.e+-]+ seconds"
+                   ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "\\[  PASSED  \\] 5 tests"
                    ${TB_SMPI_LAUNCH} ${option} -np 2 $<TARGET_FILE:test_simulated_engine>)
   set_tests_properties(smpi.simulated-engine.${name}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;smpi;np2"
                        FIXTURES_REQUIRED smpi_engine_platform ENVIRONMENT
                        "TB_TEST_ENGINE=${expect};TB_SMPI_PLATFORM=${platform};TB_SMPI_HOSTFILE=${this_host_hosts}")
 endforeach()
+# A property that is not such a table stops the run with a message naming it.
+set(bad_engine_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-bad-datatype-engine.xml)
+add_test(NAME smpi.simulated-engine.bad-property.np2
+         COMMAND /bin/sh -c "sed 's/tb_datatype_engine_bandwidth_by_bytes\" value=\"65536:/tb_datatype_engine_bandwidth_by_bytes\" value=\"65536:fast/' \"$1\" > \"$2\" && TB_SMPI_PLATFORM=\"$2\" exec \"$3\" --fail \"property tb_datatype_engine_bandwidth_by_bytes has the entry '65536:fast[0-9.e+]*'\" \"$4\" -np 2 \"$5\""
+                 bad-property ${engine_platform} ${bad_engine_platform} ${PROJECT_SOURCE_DIR}/tests/expect_output.sh
+                 ${TB_SMPI_LAUNCH} $<TARGET_FILE:test_simulated_engine>)
+set_tests_properties(smpi.simulated-engine.bad-property.np2 PROPERTIES TIMEOUT 60 LABELS "mpi;smpi;np2"
+                     FIXTURES_REQUIRED smpi_engine_platform ENVIRONMENT
+                     "TB_TEST_ENGINE=charged;TB_SMPI_HOSTFILE=${this_host_hosts}")
 
 # The tools: the MPI library they report is SMPI's; every method verifies; node_leader's path
 # names the leader message between the two simulated hosts (slab over all ranks), and with

@@ -220,7 +220,7 @@ PreparedAlltoallw::PreparedAlltoallw(AlltoallwAlgorithm& algorithm, const Alltoa
   if (a.sendbuf != MPI_IN_PLACE) send_.take(n, args_.sendcounts, args_.sdispls, args_.sendtypes);
   if (comm.inter && !algorithm.handles_intercommunicators()) {
     fallback_path_ = "native (intercommunicator)";
-    exchange_ = prepare_native_alltoallw(args_, comm_);
+    exchange_ = prepare_native_alltoallw(args_);
   } else {
     exchange_ = algorithm.prepare_exchange(args_, comm_);
   }

@@ -11,9 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <sstream>
-#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -28,51 +29,69 @@ struct Engine {
   std::string summary;
 };
 
-// "BYTES:BYTES_PER_S;..." with positive numbers in ascending bytes, else an error naming the
-// property, its zone and what is wrong.
+// The error for a property the testbed cannot use. A platform is the simulation's input, not one
+// call's, and the zones of a platform may differ, so one rank cannot tell the others: the whole
+// simulation stops here with the message, on the first rank that reads it. (Not MPI_Abort: SMPI
+// ends the ranks with an exception that a caller's catch-all, gtest's among them, can swallow,
+// and smpirun then exits 0.)
+[[noreturn]] void refuse(const std::string& zone, const std::string& what) {
+  std::fprintf(stderr, "tb: platform zone '%s': property %s %s; it must be BYTES:BYTES_PER_S entries separated by "
+                       "';', both finite and > 0, bytes ascending\n",
+               zone.c_str(), kProperty, what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+double parse_number(const std::string& text, const std::string& zone, const std::string& entry) {
+  std::size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value) || value <= 0.0)
+    refuse(zone, "has the entry '" + entry + "'");
+  return value;
+}
+
 std::vector<std::pair<double, double>> parse_table(const std::string& text, const std::string& zone) {
   std::vector<std::pair<double, double>> table;
   std::istringstream entries(text);
   for (std::string entry; std::getline(entries, entry, ';');) {
     const auto colon = entry.find(':');
-    double bytes = 0.0, bandwidth = 0.0;
-    try {
-      if (colon == std::string::npos) throw std::invalid_argument("no ':'");
-      std::size_t used = 0;
-      bytes = std::stod(entry.substr(0, colon), &used);
-      if (used != colon) throw std::invalid_argument("trailing text");
-      bandwidth = std::stod(entry.substr(colon + 1), &used);
-      if (used != entry.size() - colon - 1) throw std::invalid_argument("trailing text");
-    } catch (const std::exception&) {
-      throw std::invalid_argument("platform zone '" + zone + "': property " + kProperty + " has the entry '" + entry +
-                                  "'; each entry is BYTES:BYTES_PER_S, separated by ';'");
-    }
-    if (!(bytes > 0.0) || !(bandwidth > 0.0) || (!table.empty() && bytes <= table.back().first))
-      throw std::invalid_argument("platform zone '" + zone + "': property " + kProperty + " has the entry '" + entry +
-                                  "'; bytes and bandwidth must be > 0, bytes ascending");
+    if (colon == std::string::npos) refuse(zone, "has the entry '" + entry + "'");
+    const double bytes = parse_number(entry.substr(0, colon), zone, entry);
+    const double bandwidth = parse_number(entry.substr(colon + 1), zone, entry);
+    if (!table.empty() && bytes <= table.back().first) refuse(zone, "has the entry '" + entry + "' out of order");
     table.emplace_back(bytes, bandwidth);
   }
-  if (table.empty())
-    throw std::invalid_argument("platform zone '" + zone + "': property " + kProperty + " is empty");
+  if (table.empty()) refuse(zone, "is empty");
   return table;
 }
 
-Engine find_engine() {
-  if (!simgrid::config::get_value<bool>("smpi/simulate-computation"))
-    return {{}, "not charged: computation is not simulated (smpi/simulate-computation off)"};
-  // The host's zone, then the zones around it up to the root (whose get_parent() must not be
-  // called: SimGrid 3.32 dereferences the missing parent).
+// The property's value and its zone: the host's zone, then the zones around it up to the root
+// (whose get_parent() must not be called: SimGrid 3.32 dereferences the missing parent).
+std::pair<const char*, std::string> find_property() {
   const simgrid::s4u::NetZone* root = simgrid::s4u::Engine::get_instance()->get_netzone_root();
   for (const simgrid::s4u::NetZone* zone = simgrid::s4u::Host::current()->get_englobing_zone(); zone != nullptr;
-       zone = zone == root ? nullptr : zone->get_parent()) {
-    if (const char* value = zone->get_property(kProperty))
-      return {parse_table(value, zone->get_name()),
-              std::string("charged: ") + value + " (platform zone '" + zone->get_name() + "')"};
-  }
-  return {{}, std::string("not charged: no platform zone of this host has the property ") + kProperty};
+       zone = zone == root ? nullptr : zone->get_parent())
+    if (const char* value = zone->get_property(kProperty)) return {value, zone->get_name()};
+  return {nullptr, ""};
 }
 
-// Looked up once per rank (SMPI privatises globals per simulated rank).
+// A malformed property stops the run whether or not computation is simulated.
+Engine find_engine() {
+  const auto [value, zone] = find_property();
+  if (value == nullptr)
+    return {{}, std::string("not charged: no platform zone of this host has the property ") + kProperty};
+  auto table = parse_table(value, zone);
+  if (!simgrid::config::get_value<bool>("smpi/simulate-computation"))
+    return {{}, "not charged: computation is not simulated (smpi/simulate-computation off)"};
+  return {std::move(table), std::string("charged: ") + value + " (platform zone '" + zone + "')"};
+}
+
+// Looked up once per rank (SMPI privatises globals per simulated rank: tb-smpirun's default).
 const Engine& engine() {
   static const Engine found = find_engine();
   return found;

@@ -9,16 +9,19 @@
 //   tb_datatype_engine_bandwidth_by_bytes = "BYTES:BYTES_PER_S;BYTES:BYTES_PER_S;..."
 // (experiments/host_platform.py --datatype-engine writes it from tb-beff's calibration), and the
 // testbed then charges, as simulated computation of the rank that does it, one engine pass over
-// each non-contiguous side of each message that native and pairwise hand to MPI: the message's
-// bytes at the bandwidth interpolated at its size (in log(bytes), clamped at the ends), the price
-// of tb-model's library_engine term. Send sides (and native's message to itself, over its more
-// fragmented side) are charged before the MPI call, receive sides after it. Nothing is charged
-// when no zone of the host has the property, or when computation is not simulated
-// (smpi/simulate-computation off, run.py --compute off), where no local work costs anything.
+// each non-contiguous side of each message that native and pairwise hand to MPI on an
+// intracommunicator: the message's bytes at the bandwidth interpolated at its size (in
+// log(bytes), clamped at the ends), the bandwidth part of tb-model's library_engine term. Send
+// sides (and native's message to itself, over its more fragmented side) are charged before the
+// MPI call, receive sides after it. Nothing is charged when no zone of the host has the
+// property, or when computation is not simulated (smpi/simulate-computation off, run.py
+// --compute off), where no local work costs anything. A property that is not such a list stops
+// the simulation with a message naming it, at the first call that looks it up.
 //
 // It is an experiment, off on every shipped platform: on this host's slab redistributions the
-// charge made native 1.6-4.1x and pairwise 1.0-4.6x too slow at 64 KiB - 1 MiB per peer, so the
-// time SMPI misses there is not this pass (docs/results/2026-12-04-smpi-datatype-engine.md).
+// charge made native take 1.6-4.1x and pairwise 1.0-4.6x the measured time at 64 KiB - 1 MiB per
+// peer, so the time SMPI misses there is not this pass
+// (docs/results/2026-12-04-smpi-datatype-engine.md).
 //
 // Outside the smpi variant these are empty: the real library spends its own time.
 #pragma once

@@ -27,6 +27,7 @@ replace (tb-beff measures a message of 1 KiB blocks no slower than a contiguous 
 """
 import argparse
 import json
+import math
 import sys
 from xml.sax.saxutils import quoteattr
 
@@ -78,21 +79,22 @@ def simulated_seconds(size, latency, bandwidth, lat_factor, bw_factor):
 
 
 def engine_table(calibration, path):
-    """The library's datatype engine, [(bytes, bytes per second)] ascending, or None."""
+    """The library's datatype engine, [(bytes, bytes per second)] ascending; an error without one."""
     library = calibration.get("library")
-    if not library:
-        return None
+    if not isinstance(library, dict) or not (library.get("bandwidth_by_bytes") or library.get("copy_bandwidth_bytes_per_s")):
+        raise CalibrationError(f"{path}: no library.bandwidth_by_bytes or library.copy_bandwidth_bytes_per_s "
+                               f"(tb-beff --fit-out writes them) for --datatype-engine")
     try:
         if library.get("bandwidth_by_bytes"):
             table = sorted((float(size), float(rate)) for size, rate in library["bandwidth_by_bytes"])
         else:
             table = [(1.0, float(library["copy_bandwidth_bytes_per_s"]))]
-    except (KeyError, TypeError, ValueError):
-        raise CalibrationError(f"{path}: library has neither bandwidth_by_bytes [[bytes, bytes/s], ...] "
-                               f"nor copy_bandwidth_bytes_per_s") from None
+    except (TypeError, ValueError):
+        raise CalibrationError(f"{path}: library.bandwidth_by_bytes must be [[bytes, bytes/s], ...] and "
+                               f"library.copy_bandwidth_bytes_per_s a number") from None
     for size, rate in table:
-        if size <= 0 or rate <= 0:
-            raise CalibrationError(f"{path}: library's engine has {rate} B/s at {size} B; both must be > 0")
+        if not (math.isfinite(size) and math.isfinite(rate) and size > 0 and rate > 0):
+            raise CalibrationError(f"{path}: library's engine has {rate} B/s at {size} B; both must be finite and > 0")
     if len({size for size, _ in table}) != len(table):
         raise CalibrationError(f"{path}: library.bandwidth_by_bytes lists a size twice")
     return table
@@ -102,26 +104,28 @@ def factor_text(factors):
     return ";".join(f"{threshold}:{value:.6g}" for threshold, value in factors)
 
 
-def engine_property(calibration, path):
-    table = engine_table(calibration, path)
-    if table is None:
-        return ""
-    value = ";".join(f"{int(size)}:{rate:.6g}" for size, rate in table)
+def engine_property(table):
+    value = ";".join(f"{size:.15g}:{rate:.6g}" for size, rate in table)
     return f"""
     <prop id="tb_datatype_engine_bandwidth_by_bytes" value={quoteattr(value)}/>"""
 
 
+def comment_text(text):
+    """Text that may stand inside an XML comment, which must not hold '--'."""
+    return str(text).replace("--", "- -")
+
+
 def platform(calibration, path, cores, command, datatype_engine=False):
     latency, bandwidth, lat_factor, bw_factor = fit(message_curve(calibration, path))
-    engine = engine_property(calibration, path) if datatype_engine else ""
+    engine = engine_property(engine_table(calibration, path)) if datatype_engine else ""
     measured = calibration.get("calibration", {})
-    library = measured.get("mpi_library", "the MPI library tb-beff ran on")
-    when = measured.get("timestamp_utc", "an unrecorded time")
+    library = comment_text(measured.get("mpi_library", "the MPI library tb-beff ran on"))
+    when = comment_text(measured.get("timestamp_utc", "an unrecorded time"))
     lat_us = f"{latency * 1e6:.4f}us"
     bw = f"{bandwidth / 1e9:.4f}GBps"
     return f"""<?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
-<!-- This host as SMPI sees it, written by experiments/host_platform.py from {path}: one node
+<!-- This host as SMPI sees it, written by experiments/host_platform.py from {comment_text(path)}: one node
      (node-0) of {cores} cores whose loopback link stands for {library}'s transport between two
      ranks of one host, measured by tb-beff at {when} (the command is the property
      tb_messages_measured_by below). Loopback latency: the smallest message's time; bandwidth:
@@ -168,11 +172,11 @@ def main(argv):
         return 2
     with open(args.out, "w") as f:
         f.write(text)
-    if '<prop id="tb_datatype_engine_bandwidth_by_bytes"' in text:
+    if args.datatype_engine:
         print(f"host_platform.py: wrote {args.out}, with the library's datatype engine")
     else:
-        why = "not in the calibration (no key library)" if args.datatype_engine else "left out (see --datatype-engine)"
-        print(f"host_platform.py: wrote {args.out}; the library's datatype engine {why}: SMPI charges nothing for it")
+        print(f"host_platform.py: wrote {args.out}; the library's datatype engine left out (see --datatype-engine): "
+              f"SMPI charges nothing for it")
     return 0
 
 

@@ -71,7 +71,9 @@ class HostPlatform(unittest.TestCase):
         self.assertNotIn(ENGINE_PROP, host_platform.platform(with_table, "c", 2, "cmd"))
         no_library = calibration()
         del no_library["library"]
-        self.assertNotIn(ENGINE_PROP, host_platform.platform(no_library, "c", 2, "cmd", datatype_engine=True))
+        self.assertNotIn(ENGINE_PROP, host_platform.platform(no_library, "c", 2, "cmd"))
+        with self.assertRaisesRegex(host_platform.CalibrationError, "no library.bandwidth_by_bytes"):
+            host_platform.platform(no_library, "c", 2, "cmd", datatype_engine=True)
         with tempfile.TemporaryDirectory() as d:  # the model's reader takes the platform with it
             path, out = os.path.join(d, "c.json"), os.path.join(d, "p.xml")
             with open(path, "w") as f:
@@ -82,13 +84,30 @@ class HostPlatform(unittest.TestCase):
             self.assertEqual(platform_network.network(out)["cluster"]["nodes"], 1)
 
     def test_a_bad_library_engine_is_refused_by_name(self):
-        for library, message in [({"bandwidth_by_bytes": [[65536, 0]]}, "both must be > 0"),
+        for library, message in [({"bandwidth_by_bytes": [[65536, 0]]}, "both must be finite and > 0"),
+                                 ({"bandwidth_by_bytes": [[65536, float("inf")]]}, "both must be finite and > 0"),
                                  ({"bandwidth_by_bytes": [[65536, 1e9], [65536, 2e9]]}, "a size twice"),
-                                 ({"per_block_s": 0}, "neither bandwidth_by_bytes")]:
+                                 ({"bandwidth_by_bytes": [[65536]]}, r"must be \[\[bytes, bytes/s\], ...\]"),
+                                 ({"per_block_s": 0}, "no library.bandwidth_by_bytes"),
+                                 ("fast", "no library.bandwidth_by_bytes")]:
             bad = calibration()
             bad["library"] = library
             with self.assertRaisesRegex(host_platform.CalibrationError, message):
                 host_platform.platform(bad, "c.json", 2, "cmd", datatype_engine=True)
+
+    def test_a_path_with_two_dashes_keeps_the_comment_valid(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "run--1.json")
+            with open(path, "w") as f:
+                json.dump(calibration(), f)
+            out = os.path.join(d, "p.xml")
+            self.assertEqual(host_platform.main([path, "--out", out]), 0)
+            self.assertEqual(platform_network.network(out)["cluster"]["nodes"], 1)
+            no_library = calibration()
+            del no_library["library"]
+            with open(path, "w") as f:
+                json.dump(no_library, f)
+            self.assertEqual(host_platform.main([path, "--out", out, "--datatype-engine"]), 2)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,8 @@ void native_alltoallw(const AlltoallwArgs& args);
 
 // The library's persistent Alltoallw for these arguments (PMPI_Alltoallw_init on MPI 4 libraries,
 // PMPIX_Alltoallw_init on Open MPI 4.1's pcollreq extension); each start is MPI_Start and
-// MPI_Wait. nullptr where the library has neither. Collective. `args` (and the arrays it points
-// to) must outlive the returned exchange.
-std::unique_ptr<PreparedExchange> prepare_native_alltoallw(const AlltoallwArgs& args, const AlltoallwComm& comm);
+// MPI_Wait. nullptr where the library has neither. Collective.
+std::unique_ptr<PreparedExchange> prepare_native_alltoallw(const AlltoallwArgs& args);
 
 class NativeAlltoallw final : public AlltoallwAlgorithm {
  public:
