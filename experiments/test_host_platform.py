@@ -22,6 +22,14 @@ def calibration(curve=CURVE):
             "library": {"copy_bandwidth_bytes_per_s": 1.4e9}}
 
 
+def written(directory, name, document):
+    """The path of `document` written as JSON into directory/name."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        json.dump(document, f)
+    return path
+
+
 class HostPlatform(unittest.TestCase):
     def test_every_measured_size_takes_its_measured_time(self):
         latency, bandwidth, lat_factor, bw_factor = host_platform.fit(host_platform.message_curve(calibration(), "c"))
@@ -37,10 +45,7 @@ class HostPlatform(unittest.TestCase):
 
     def test_the_platform_is_read_back_by_the_model_with_the_same_factors(self):
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "c.json")
-            with open(path, "w") as f:
-                json.dump(calibration(), f)
-            out = os.path.join(d, "p.xml")
+            path, out = written(d, "c.json", calibration()), os.path.join(d, "p.xml")
             self.assertEqual(host_platform.main([path, "--out", out, "--cores", "4"]), 0)
             c = platform_network.network(out)["cluster"]
         latency, bandwidth, lat_factor, bw_factor = host_platform.fit(host_platform.message_curve(calibration(), "c"))
@@ -75,9 +80,7 @@ class HostPlatform(unittest.TestCase):
         with self.assertRaisesRegex(host_platform.CalibrationError, "no library.bandwidth_by_bytes"):
             host_platform.platform(no_library, "c", 2, "cmd", datatype_engine=True)
         with tempfile.TemporaryDirectory() as d:  # the model's reader takes the platform with it
-            path, out = os.path.join(d, "c.json"), os.path.join(d, "p.xml")
-            with open(path, "w") as f:
-                json.dump(with_table, f)
+            path, out = written(d, "c.json", with_table), os.path.join(d, "p.xml")
             self.assertEqual(host_platform.main([path, "--out", out, "--datatype-engine"]), 0)
             with open(out) as f:
                 self.assertIn(ENGINE_PROP, f.read())
@@ -97,16 +100,12 @@ class HostPlatform(unittest.TestCase):
 
     def test_a_path_with_two_dashes_keeps_the_comment_valid(self):
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "run--1.json")
-            with open(path, "w") as f:
-                json.dump(calibration(), f)
-            out = os.path.join(d, "p.xml")
+            path, out = written(d, "run--1.json", calibration()), os.path.join(d, "p.xml")
             self.assertEqual(host_platform.main([path, "--out", out]), 0)
             self.assertEqual(platform_network.network(out)["cluster"]["nodes"], 1)
             no_library = calibration()
             del no_library["library"]
-            with open(path, "w") as f:
-                json.dump(no_library, f)
+            path = written(d, "run--2.json", no_library)
             self.assertEqual(host_platform.main([path, "--out", out, "--datatype-engine"]), 2)
 
 
