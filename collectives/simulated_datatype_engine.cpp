@@ -97,6 +97,8 @@ const Engine& engine() {
   return found;
 }
 
+// The bandwidth at `bytes`: on the straight line in log(bytes) between the two entries around it,
+// that of the first or last entry beyond them.
 double bandwidth_at(const std::vector<std::pair<double, double>>& table, double bytes) {
   if (bytes <= table.front().first) return table.front().second;
   for (std::size_t i = 1; i < table.size(); ++i) {
