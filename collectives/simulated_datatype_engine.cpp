@@ -9,7 +9,6 @@
 #include <smpi/smpi.h>
 #include <xbt/config.hpp>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -135,14 +134,8 @@ void charge_alltoallw_sends(const AlltoallwArgs& a, const AlltoallwComm& c) {
   const int* counts = in_place ? a.recvcounts : a.sendcounts;
   const MPI_Datatype* types = in_place ? a.recvtypes : a.sendtypes;
   double seconds = 0.0;
-  for (int peer = 0; peer < c.size; ++peer) {
-    if (peer != c.rank) {
-      seconds += pass_seconds(counts[peer], types[peer]);
-    } else if (!in_place) {  // the message to itself: one pass over the more fragmented side
-      seconds += std::max(pass_seconds(a.sendcounts[peer], a.sendtypes[peer]),
-                          pass_seconds(a.recvcounts[peer], a.recvtypes[peer]));
-    }
-  }
+  for (int peer = 0; peer < c.size; ++peer)
+    if (peer != c.rank) seconds += pass_seconds(counts[peer], types[peer]);
   charge(seconds);
 }
 

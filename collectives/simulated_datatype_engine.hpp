@@ -12,8 +12,8 @@
 // each non-contiguous side of each message that native and pairwise hand to MPI on an
 // intracommunicator: the message's bytes at the bandwidth interpolated at its size (in
 // log(bytes), clamped at the ends), the bandwidth part of tb-model's library_engine term. Send
-// sides (and native's message to itself, over its more fragmented side) are charged before the
-// MPI call, receive sides after it. Nothing is charged when no zone of the host has the
+// sides are charged before the MPI call, receive sides after it. (native's message to itself is
+// not: under SMPI native copies it in the testbed's timed code, collectives/algorithms/native.cpp.) Nothing is charged when no zone of the host has the
 // property, or when computation is not simulated (smpi/simulate-computation off, run.py
 // --compute off), where no local work costs anything. A property that is not such a list stops
 // the simulation with a message naming it, at the first call that looks it up.
@@ -40,8 +40,8 @@ namespace tb {
 // not one contiguous run.
 void charge_datatype_engine(int count, MPI_Datatype type);
 
-// An MPI_Alltoallw call's sides on this rank: every non-contiguous send side and the message to
-// itself (before the call), every non-contiguous receive side from another rank (after it).
+// An MPI_Alltoallw call's sides on this rank: every non-contiguous send side to another rank
+// (before the call), every non-contiguous receive side from another rank (after it).
 void charge_alltoallw_sends(const AlltoallwArgs& args, const AlltoallwComm& comm);
 void charge_alltoallw_receives(const AlltoallwArgs& args, const AlltoallwComm& comm);
 
