@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <cstdint>
 #include <sstream>
 #include <utility>
@@ -90,10 +91,14 @@ Engine find_engine() {
   return {std::move(table), std::string("charged: ") + value + " (platform zone '" + zone + "')"};
 }
 
-// Looked up once per rank (SMPI privatises globals per simulated rank: tb-smpirun's default).
+// Looked up once per simulated host: with SMPI's privatisation (tb-smpirun's default) each rank
+// has a table of its own, without it the ranks share one, and every rank reads its own host's.
 const Engine& engine() {
-  static const Engine found = find_engine();
-  return found;
+  static std::map<const simgrid::s4u::Host*, Engine> by_host;
+  const simgrid::s4u::Host* host = simgrid::s4u::Host::current();
+  auto found = by_host.find(host);
+  if (found == by_host.end()) found = by_host.emplace(host, find_engine()).first;
+  return found->second;
 }
 
 // The bandwidth at `bytes`: on the straight line in log(bytes) between the two entries around it,
