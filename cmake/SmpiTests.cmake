@@ -96,7 +96,7 @@ foreach(case "charged;with-engine;${engine_platform};"
   list(GET case 3 option)
   add_test(NAME smpi.simulated-engine.${name}.np2
            COMMAND ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "Simulated time: [0-9.e+-]+ seconds"
-                   ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "\\[  PASSED  \\] 6 tests"
+                   ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "\\[  PASSED  \\] 8 tests"
                    ${TB_SMPI_LAUNCH} ${option} -np 2 $<TARGET_FILE:test_simulated_engine>)
   set_tests_properties(smpi.simulated-engine.${name}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;smpi;np2"
                        FIXTURES_REQUIRED smpi_engine_platform ENVIRONMENT

@@ -10,10 +10,10 @@
 #include <xbt/config.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <cstdint>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -114,8 +114,7 @@ double bandwidth_at(const std::vector<std::pair<double, double>>& table, double 
 }
 
 // Seconds of one engine pass over `count` instances of `type`; 0 when they are one contiguous run.
-double pass_seconds(int count, MPI_Datatype type) {
-  const auto& table = engine().bandwidth_by_bytes;
+double pass_seconds(const std::vector<std::pair<double, double>>& table, int count, MPI_Datatype type) {
   const std::int64_t bytes = bytes_of(count, type);
   if (table.empty() || bytes <= 0) return 0.0;
   const auto layout = type_layout(type);
@@ -131,24 +130,28 @@ void charge(double seconds) {
 
 }  // namespace
 
-void charge_datatype_engine(int count, MPI_Datatype type) { charge(pass_seconds(count, type)); }
+void charge_datatype_engine(int count, MPI_Datatype type) {
+  charge(pass_seconds(engine().bandwidth_by_bytes, count, type));
+}
 
 void charge_alltoallw_sends(const AlltoallwArgs& a, const AlltoallwComm& c) {
-  if (engine().bandwidth_by_bytes.empty() || c.inter) return;
+  const auto& table = engine().bandwidth_by_bytes;
+  if (table.empty() || c.inter) return;
   const bool in_place = a.sendbuf == MPI_IN_PLACE;  // then each peer's block leaves from recvbuf
   const int* counts = in_place ? a.recvcounts : a.sendcounts;
   const MPI_Datatype* types = in_place ? a.recvtypes : a.sendtypes;
   double seconds = 0.0;
   for (int peer = 0; peer < c.size; ++peer)
-    if (peer != c.rank) seconds += pass_seconds(counts[peer], types[peer]);
+    if (peer != c.rank) seconds += pass_seconds(table, counts[peer], types[peer]);
   charge(seconds);
 }
 
 void charge_alltoallw_receives(const AlltoallwArgs& a, const AlltoallwComm& c) {
-  if (engine().bandwidth_by_bytes.empty() || c.inter) return;
+  const auto& table = engine().bandwidth_by_bytes;
+  if (table.empty() || c.inter) return;
   double seconds = 0.0;
   for (int peer = 0; peer < c.size; ++peer)
-    if (peer != c.rank) seconds += pass_seconds(a.recvcounts[peer], a.recvtypes[peer]);
+    if (peer != c.rank) seconds += pass_seconds(table, a.recvcounts[peer], a.recvtypes[peer]);
   charge(seconds);
 }
 

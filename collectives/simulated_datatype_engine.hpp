@@ -12,10 +12,11 @@
 // each non-contiguous side of each message that native and pairwise hand to MPI on an
 // intracommunicator: the message's bytes at the bandwidth interpolated at its size (in
 // log(bytes), clamped at the ends), the bandwidth part of tb-model's library_engine term. Send
-// sides are charged before the MPI call, receive sides after it. (native's message to itself is
-// not: under SMPI native copies it in the testbed's timed code, collectives/algorithms/native.cpp.) Nothing is charged when no zone of the host has the
-// property, or when computation is not simulated (smpi/simulate-computation off, run.py
-// --compute off), where no local work costs anything. A property that is not such a list stops
+// sides are charged before the MPI call, receive sides after it. native's message to itself is
+// not: under SMPI native copies it in the testbed's timed code (collectives/algorithms/native.cpp).
+// Nothing is charged when no zone of the host has the property, or when computation is not
+// simulated (smpi/simulate-computation off, run.py --compute off), where no local work costs
+// anything. A property that is not such a list stops
 // the simulation with a message naming it, at the first call that looks it up.
 //
 // It is an experiment, off on every shipped platform: on this host's slab redistributions the

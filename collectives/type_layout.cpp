@@ -274,6 +274,15 @@ std::shared_ptr<const TypeLayout> decode(MPI_Datatype t) {
   }
   MPI_Aint lb = 0, extent = 0;
   TB_MPI_CHECK(PMPI_Type_get_extent(t, &lb, &extent));
+#if defined(TB_SMPI)
+  // SimGrid 3.32 makes an indexed, struct or 1-D subarray type whose blocks form one run a
+  // contiguous type of a predefined element with the run's start as its lower bound, which its
+  // MPI_Type_get_contents leaves out; a contiguous type of a predefined element made by
+  // MPI_Type_contiguous has a lower bound of 0. So such a run starts at the lower bound.
+  if (contents.combiner == MPI_COMBINER_CONTIGUOUS && lb != 0 &&
+      Contents(contents.types.at(0)).combiner == MPI_COMBINER_NAMED)
+    for (ByteBlock& block : layout->blocks) block.offset += lb;
+#endif
   layout->lb = lb;
   layout->extent = extent;
   return layout;

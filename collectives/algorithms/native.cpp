@@ -81,17 +81,19 @@ void native_alltoallw(const AlltoallwArgs& a) {
 // SimGrid 3.32's MPI_Alltoallw copies a rank's own block with Datatype::copy outside simulated
 // time, where a real library spends the copy inside the call, so under SMPI native copies it in
 // the testbed's code, which SMPI times with the rest of the rank's computation (with computation
-// simulated), and hands SMPI an empty own block. An own block whose two sides differ in size is
-// left to SMPI, which reports it.
+// simulated), and hands SMPI an empty own block. Left to SMPI, which checks and reports what it
+// must: an intercommunicator (no own block), MPI_IN_PLACE (nothing to copy), an empty own block,
+// one whose two sides differ in size, and null buffers.
 void copy_own_block_then_alltoallw(const AlltoallwArgs& a, const AlltoallwComm& c) {
   const int me = c.rank;
-  const std::int64_t sent = bytes_of(a.sendcounts[me], a.sendtypes[me]);
-  if (c.inter || a.sendbuf == MPI_IN_PLACE || sent == 0 || sent != bytes_of(a.recvcounts[me], a.recvtypes[me])) {
+  const std::int64_t sent = c.inter ? 0 : bytes_of(a.sendcounts[me], a.sendtypes[me]);
+  if (c.inter || a.sendbuf == MPI_IN_PLACE || a.sendbuf == nullptr || a.recvbuf == nullptr || sent == 0 ||
+      sent != bytes_of(a.recvcounts[me], a.recvtypes[me])) {
     native_alltoallw(a);
     return;
   }
-  copy_typed(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *type_layout(a.sendtypes[me]), at(a.recvbuf, a.rdispls[me]),
-             a.recvcounts[me], *type_layout(a.recvtypes[me]));
+  copy_typed(at(a.sendbuf, a.sdispls[me]), a.sendcounts[me], *type_layout(a.sendtypes[me]),
+             at(a.recvbuf, a.rdispls[me]), a.recvcounts[me], *type_layout(a.recvtypes[me]));
   std::vector<int> sendcounts(a.sendcounts, a.sendcounts + c.size), recvcounts(a.recvcounts, a.recvcounts + c.size);
   sendcounts[me] = recvcounts[me] = 0;
   AlltoallwArgs others = a;
@@ -110,6 +112,7 @@ void NativeAlltoallw::exchange(const AlltoallwArgs& args, const AlltoallwComm& c
   copy_own_block_then_alltoallw(args, comm);
   charge_alltoallw_receives(args, comm);
 #else
+  (void)comm;
   native_alltoallw(args);
 #endif
 }
