@@ -6,8 +6,11 @@ and SMPI describe the same machine (docs/cost-model.md, "The cluster network").
 
 Reads the platform's one <cluster> (topology FLAT or DRAGONFLY; FAT_TREE and TORUS are refused:
 the model has no routes for them) and its <config> props smpi/bw-factor and smpi/lat-factor;
-where the file sets none, SMPI 3.32's defaults apply, as they do in the simulation. Writes JSON
-to FILE or stdout.
+where the file sets none, SMPI 3.32's defaults apply, as they do in the simulation. The barrier
+is SMPI 3.32's default MPI_Barrier (ompi_basic_linear), which sets how unevenly the ranks leave
+the testbed's timing barrier (tb-model's timing_barrier term); a platform whose props choose
+another (smpi/barrier, smpi/coll-selector) gets none, and the network's comment says so. Writes
+JSON to FILE or stdout.
 """
 import argparse
 import json
@@ -25,6 +28,11 @@ SMPI_LAT_FACTOR = ("65472:11.6436;15424:3.48845;9376:2.59299;5776:2.18796;3484:1
 # second and latencies in seconds.
 _PREFIX = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 _TIME = {"s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60, "h": 3600}
+
+
+# SMPI 3.32's MPI_Barrier when neither smpi/barrier nor smpi/coll-selector chooses another
+# (smpi_default_selector.cpp: barrier__default is barrier__ompi_basic_linear).
+SMPI_BARRIER = "ompi_basic_linear"
 
 
 class PlatformError(ValueError):
@@ -112,6 +120,10 @@ def network(path):
         "latency_factor": factor(props.get("smpi/lat-factor", SMPI_LAT_FACTOR), f"{path} smpi/lat-factor"),
         "source": path,
     }
+    barrier = props.get("smpi/barrier") or (SMPI_BARRIER if props.get("smpi/coll-selector", "default") == "default"
+                                            else f"the {props['smpi/coll-selector']} selector's")
+    if barrier == SMPI_BARRIER:
+        fabric["barrier"] = barrier
     if topology == "DRAGONFLY":
         fabric["topo_parameters"] = dragonfly_parameters(c.get("topo_parameters", ""), where)
     elif c.get("bb_bw") is not None:
@@ -120,7 +132,8 @@ def network(path):
     return {
         "name": "smpi:" + c.get("id", "cluster"),
         "comment": f"written by experiments/platform_network.py from {path}; SMPI factors: "
-                   + ("from the file" if "smpi/bw-factor" in props else "SMPI 3.32's defaults"),
+                   + ("from the file" if "smpi/bw-factor" in props else "SMPI 3.32's defaults")
+                   + ("" if barrier == SMPI_BARRIER else f"; barrier {barrier}: not modelled (no timing barrier term)"),
         "kind": "cluster",
         "cluster": fabric,
     }

@@ -34,6 +34,20 @@ class PlatformNetwork(unittest.TestCase):
             self.assertEqual(c[key], written)
             self.assertNotEqual(c[key], platform_network.factor(platform_network.SMPI_BW_FACTOR, "defaults"))
 
+    def test_the_barrier_is_smpi_default_unless_the_platform_chooses_another(self):
+        doc = platform_network.network(os.path.join(PLATFORMS, "xc40-dragonfly.xml"))
+        self.assertEqual(doc["cluster"]["barrier"], "ompi_basic_linear")
+        for prop, value, named in (("smpi/barrier", "mvapich2_pair", "mvapich2_pair"),
+                                   ("smpi/coll-selector", "mpich", "the mpich selector's")):
+            with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
+                f.write(f'<platform version="4.1"><config><prop id="{prop}" value="{value}"/></config>'
+                        '<cluster id="c" prefix="n" suffix="" radical="0-1" speed="1Gf" bw="1GBps" lat="1us" '
+                        'loopback_bw="10GBps" loopback_lat="1us"/></platform>')
+                f.flush()
+                doc = platform_network.network(f.name)
+            self.assertNotIn("barrier", doc["cluster"])
+            self.assertIn(f"barrier {named}: not modelled", doc["comment"])
+
     def test_units(self):
         self.assertAlmostEqual(platform_network.bandwidth("100Gbps", "x"), 12.5e9)
         self.assertAlmostEqual(platform_network.bandwidth("1GiBps", "x"), 2**30)

@@ -310,6 +310,19 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
   return c;
 }
 
+double timing_barrier_s(const CommPattern& pattern, const Network& network, int inner) {
+  if (inner < 1) throw std::invalid_argument("timing_barrier_s: inner must be >= 1, got " + std::to_string(inner));
+  const std::vector<double> exits = network.barrier_exits_s();
+  if (exits.empty()) return 0.0;
+  double widest = 0.0;
+  for (const auto& ranks : pattern.communicators_or_all()) {
+    const auto [first, last] = std::minmax_element(ranks.begin(), ranks.end(),
+                                                   [&](int a, int b) { return exits[a] < exits[b]; });
+    if (first != ranks.end()) widest = std::max(widest, exits[*last] - exits[*first]);
+  }
+  return widest / inner;
+}
+
 double fixed_overhead_s(const std::string& algorithm, double measured_at_one_byte_s, int ranks, const Network& network,
                         const MemoryModel& memory, const ScheduleOptions& options) {
   if (network.kind() != NetworkKind::host) return 0.0;

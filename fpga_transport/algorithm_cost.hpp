@@ -104,7 +104,8 @@ struct Cost {
   double communication_s = 0.0;
   double local_s = 0.0;
   double overhead_s = 0.0;  // fixed software cost per call, when calibrated (tb-model --overheads)
-  double total_s() const { return communication_s + local_s + overhead_s; }
+  double timing_s = 0.0;    // what the testbed's timing adds per call (timing_barrier_s)
+  double total_s() const { return communication_s + local_s + overhead_s + timing_s; }
   int phases = 0;
   std::int64_t messages = 0;  // network messages (self excluded)
 };
@@ -116,6 +117,14 @@ struct Cost {
 // every rank's memory traffic in the call (its working set and message bytes; cold messages), a
 // phase of zero-copy gets as the receivers' gets.
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory);
+
+// What the testbed's timing (microbench/timing.hpp) adds to each call it reports: it runs `inner`
+// calls after an MPI_Barrier over all ranks and reports the slowest rank's time over `inner`, so a
+// rank that leaves the barrier early waits, in the first call, for the last rank of its
+// communicator. Per call: the widest spread of the barrier's exits within one of the pattern's
+// communicators, over `inner` (Network::barrier_exits_s); 0 where the network does not describe
+// its barrier. The same for every algorithm: each call waits for the last of its ranks.
+double timing_barrier_s(const CommPattern& pattern, const Network& network, int inner);
 
 // The fixed software cost per call of `algorithm` (tb-model --overheads): its time measured at 1 B
 // per peer (tb-bench, contiguous) minus the model's cost of that call on `ranks` ranks, never below

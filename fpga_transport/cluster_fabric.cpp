@@ -3,6 +3,7 @@
 #include "fpga_transport/link_models.hpp"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -118,12 +119,58 @@ double ClusterFabric::between_nodes_s(const std::vector<std::pair<std::pair<int,
   return messages.empty() ? 0.0 : std::max(alone, bottleneck + longest_latency);
 }
 
+// The release's messages carry the 16-byte envelope each. On rank 0's node each takes the loopback
+// alone (FATPIPE). To another node a message first waits out its route's factored latency (in
+// SimGrid's CM02 an action moves no bytes before its latency has passed) and then shares its
+// links: each directed link serves the messages that have reached it in the order their
+// latencies end, those of one latency together (equal shares in max-min), and a message
+// arrives when the last of its links has served it. A batch that reaches a busy link waits for
+// it; max-min would share the link instead, which ends the link's work at the same time.
+// Crosstraffic (on the reverse links) and TCP-gamma (far above 16 bytes) are left out.
+std::vector<double> ClusterFabric::linear_barrier_exits_s(const std::vector<int>& node_of_rank) const {
+  const double units = envelope_bytes / bandwidth_factor.at(envelope_bytes);
+  const int root = node_of_rank.empty() ? 0 : node_of_rank.front();
+  std::map<int, int> ranks_on;  // node other than the root's -> ranks the release reaches there
+  for (std::size_t r = 1; r < node_of_rank.size(); ++r)
+    if (node_of_rank[r] != root) ++ranks_on[node_of_rank[r]];
+  // per directed link: latency end -> bytes (at bw_factor) of the messages reaching it then
+  std::unordered_map<std::uint64_t, std::map<double, double>> batches;
+  std::unordered_map<std::uint64_t, double> bandwidth;
+  std::map<int, double> start;  // node -> its messages' factored latency
+  for (const auto& [node, count] : ranks_on) {
+    double latency = 0.0;
+    for (const Link& l : route(root, node)) latency += l.latency_s;
+    start[node] = latency_factor.at(envelope_bytes) * latency;
+    for (const Link& l : route(root, node)) {
+      batches[l.id][start[node]] += count * units;
+      bandwidth[l.id] = l.bandwidth_bytes_per_s;
+    }
+  }
+  std::unordered_map<std::uint64_t, std::map<double, double>> served;  // link -> latency end -> batch served
+  for (const auto& [id, by_start] : batches) {
+    double free_at = 0.0;
+    for (const auto& [begin, bytes] : by_start) served[id][begin] = free_at = std::max(begin, free_at) + bytes / bandwidth[id];
+  }
+  std::vector<double> exits(node_of_rank.size(), 0.0);
+  for (std::size_t r = 1; r < node_of_rank.size(); ++r) {
+    const int node = node_of_rank[r];
+    if (node == root) {
+      exits[r] = on_node_message_s(0.0);
+      continue;
+    }
+    for (const Link& l : route(root, node)) exits[r] = std::max(exits[r], served[l.id][start[node]]);
+  }
+  if (!exits.empty()) exits[0] = *std::max_element(exits.begin(), exits.end());
+  return exits;
+}
+
 std::string ClusterFabric::describe() const {
   std::ostringstream s;
   s << "SimGrid cluster " << topology << ", " << nodes << " nodes x " << cores_per_node << " cores, links "
     << bandwidth_bytes_per_s / 1e9 << " GB/s " << latency_s * 1e6 << " us, loopback "
     << loopback_bandwidth_bytes_per_s / 1e9 << " GB/s " << loopback_latency_s * 1e6 << " us, SMPI factors at 1 MiB: bw "
     << bandwidth_factor.at(1 << 20) << " lat " << latency_factor.at(1 << 20);
+  if (!barrier.empty()) s << ", barrier " << barrier;
   if (!source.empty()) s << " [" << source << "]";
   return s.str();
 }
@@ -139,6 +186,8 @@ void ClusterFabric::check() const {
   for (const SizeFactor* f : {&bandwidth_factor, &latency_factor})
     for (const auto& [threshold, value] : f->by_bytes)
       if (threshold < 0 || !positive(value)) throw std::invalid_argument("cluster: factors need thresholds >= 0, values > 0");
+  if (!barrier.empty() && barrier != "ompi_basic_linear")
+    throw std::invalid_argument("cluster: barrier '" + barrier + "' is not modelled (known: ompi_basic_linear)");
   if (topology == "FLAT") return;
   if (topology != "DRAGONFLY")
     throw std::invalid_argument("cluster: topology must be FLAT or DRAGONFLY, got '" + topology +
@@ -168,7 +217,7 @@ void from_json(const nlohmann::json& j, ClusterFabric& c) {
   check_keys(j, "", {"topology", "topo_parameters", "nodes", "cores_per_node", "bandwidth_bytes_per_s", "latency_s",
                      "loopback_bandwidth_bytes_per_s", "loopback_latency_s", "backbone_bandwidth_bytes_per_s",
                      "backbone_latency_s", "bandwidth_factor", "latency_factor", "envelope_bytes", "crosstraffic",
-                     "tcp_gamma_bytes", "source"});
+                     "tcp_gamma_bytes", "source", "barrier"});
   read_key(j, "", "topology", c.topology, true);
   read_key(j, "", "topo_parameters", c.topo_parameters);
   read_key(j, "", "nodes", c.nodes, true);
@@ -191,6 +240,7 @@ void from_json(const nlohmann::json& j, ClusterFabric& c) {
   read_key(j, "", "crosstraffic", c.crosstraffic);
   read_key(j, "", "tcp_gamma_bytes", c.tcp_gamma_bytes);
   read_key(j, "", "source", c.source);
+  read_key(j, "", "barrier", c.barrier);
   c.check();
 }
 

@@ -15,6 +15,8 @@
 //   - other nodes: the source node's link up, the topology's links, the destination's link down;
 //     each direction of a link is its own shared resource (SPLITDUPLEX, the cluster default),
 //     and every message also loads its reverse route with 5 % of its bytes (crosstraffic);
+//   - MPI_Barrier, by default SMPI's "ompi_basic_linear": every rank sends rank 0 a zero-byte
+//     message, then rank 0 sends every rank one at once and leaves when the last has arrived;
 //   - DRAGONFLY "G,g;C,c;B,b;N": node id -> (group, chassis, router, node) in that nesting;
 //     green links join the routers of a chassis (b links' bandwidth), black ones the same router
 //     position across a group's chassis (c), blue ones the groups (g, from router (s,0,d) to
@@ -56,6 +58,10 @@ struct ClusterFabric {
   double crosstraffic = 0.05;      // share of a message's bytes on its reverse route
   double tcp_gamma_bytes = 4194304;  // network/TCP-gamma: a flow's rate is at most gamma / (2 L)
   std::string source;              // the platform file it was written from
+  // MPI_Barrier's algorithm in the simulated library, which sets how unevenly the ranks leave the
+  // testbed's timing barrier: "ompi_basic_linear" (SMPI 3.32's default) or empty (not described:
+  // no skew is modelled).
+  std::string barrier;
 
   // A directed link and its figures.
   struct Link {
@@ -68,6 +74,10 @@ struct ClusterFabric {
   double on_node_message_s(double bytes) const;
   // Seconds for one phase of concurrent messages between nodes: (node src, node dst, bytes).
   double between_nodes_s(const std::vector<std::pair<std::pair<int, int>, double>>& messages) const;
+  // Seconds from the release of an "ompi_basic_linear" barrier (rank 0's zero-byte sends to every
+  // rank at once) to each rank's exit, rank r on node `node_of_rank[r]`; rank 0 leaves when its
+  // last send has arrived.
+  std::vector<double> linear_barrier_exits_s(const std::vector<int>& node_of_rank) const;
   std::string describe() const;
   void check() const;  // named std::invalid_argument on an inconsistent description
 };

@@ -41,6 +41,11 @@ const std::vector<ModelTerm>& switchable_terms() {
        "being out of cache after the rank's memory traffic in the call (its working set and message bytes)",
        "tb-beff --fit-out, key 'host.cold_message_extra_seconds': ranks in pairs, MPI_Sendrecv of L bytes after "
        "each rank writes T bytes of other memory, per T; the median minus the median of the same exchange repeated"},
+      {"timing_barrier",
+       "cluster: the testbed's timing barrier's uneven exits, which the first timed call waits out: the widest "
+       "spread within one communicator, over the calls per timed loop (tb-model --inner)",
+       "the cluster's routes and factors, and SMPI 3.32's default MPI_Barrier (ompi_basic_linear in SimGrid's "
+       "smpi_default_selector.cpp), key 'cluster.barrier' written by experiments/platform_network.py"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -68,6 +73,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_cold_messages();
   } else if (term == "zero_copy_gets") {
     for (Network& n : networks) n.drop_zero_copy_gets();
+  } else if (term == "timing_barrier") {
+    for (Network& n : networks) n.drop_barrier();
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
   } else if (term == "local_work") {

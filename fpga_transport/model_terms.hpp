@@ -21,6 +21,8 @@
 //                     measured time per get, instead of MPI messages
 //   cold_messages     host: a message's extra time when the rank's memory traffic in the call has
 //                     pushed its buffers out of cache, at tb-beff's measured extra by traffic
+//   timing_barrier    cluster: the uneven exits from the testbed's timing barrier (SMPI's linear
+//                     barrier on the cluster's routes), which the first timed call of a loop waits out
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

@@ -304,6 +304,16 @@ IecLink Network::link_model(int u, int v) const {
   return m;
 }
 
+std::vector<double> Network::barrier_exits_s() const {
+  if (kind_ != NetworkKind::cluster || cluster_.barrier.empty()) return {};
+  std::vector<int> node_of_rank(static_cast<std::size_t>(ranks_));
+  for (int r = 0; r < ranks_; ++r) node_of_rank[r] = r / ranks_per_node_;
+  std::vector<double> exits = cluster_.linear_barrier_exits_s(node_of_rank);
+  const double first = *std::min_element(exits.begin(), exits.end());
+  for (double& e : exits) e -= first;
+  return exits;
+}
+
 double Network::message_time_s(int src, int dst, double bytes) const {
   if (src == dst) return 0.0;
   return phase_time_s({{src, dst, bytes}});

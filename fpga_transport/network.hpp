@@ -124,6 +124,10 @@ class Network {
     return kind_ == NetworkKind::host && !host_.cold.empty() ? &host_.cold : nullptr;
   }
   void drop_cold_messages() { host_.cold = {}; }
+  // Seconds from the first rank's exit from an MPI_Barrier over all ranks to each rank's (a cluster
+  // whose barrier is described, ClusterFabric::barrier), or empty where the network does not say.
+  std::vector<double> barrier_exits_s() const;
+  void drop_barrier() { cluster_.barrier.clear(); }
   // The MPI library's own datatype engine, when the spec calibrates it ("library": a memory model).
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 

@@ -151,6 +151,44 @@ TEST(ClusterFabric, BadDescriptionsAreRefusedByName) {
             std::string::npos);
 }
 
+// SMPI's linear barrier released from rank 0 on node 0, 2 ranks per node on nodes 0-3, each
+// message 1000 B (the envelope alone: 1 us on a 1 GB/s link). Rank 1 (node 0): the loopback,
+// 1 us + 0.1 us. Ranks 2, 3 (node 1, one router: 2 links): their latency ends at 2 us, then both
+// cross node 0's up link and node 1's down link: 2 + 2 = 4 us. Ranks 4-7 (nodes 2, 3 on router 1:
+// up, green, down): latency ends at 3 us, but node 0's up link is busy until 4 us and then carries
+// their 4000 B: 8 us (the green link alone would serve them by 7 us, each node's down link by
+// 5 us). Rank 0 leaves with its last send: 8 us.
+TEST(ClusterFabric, LinearBarrierExitsWaitForLatencyThenShareLinks) {
+  auto j = small_dragonfly();
+  j["envelope_bytes"] = 1000;
+  const auto exits = fabric(j).linear_barrier_exits_s({0, 0, 1, 1, 2, 2, 3, 3});
+  const std::vector<double> expected{8e-6, 1.1e-6, 4e-6, 4e-6, 8e-6, 8e-6, 8e-6, 8e-6};
+  ASSERT_EQ(exits.size(), expected.size());
+  for (std::size_t r = 0; r < exits.size(); ++r) EXPECT_NEAR(exits[r], expected[r], 1e-12) << "rank " << r;
+}
+
+// The timing barrier on the same cluster: exits 6.9, 0, 2.9, 2.9, 6.9 x 4 us after the first
+// (rank 1). Communicators {0..3} and {4..7} spread 6.9 and 0 us; over 3 inner calls 2.3 us per call.
+// One communicator of all: 6.9 us over 1 call. Without the term, or on a network that does not
+// describe its barrier, nothing.
+TEST(ClusterFabric, TimingBarrierIsTheWidestSpreadInACommunicatorOverInnerCalls) {
+  auto j = small_dragonfly();
+  j["envelope_bytes"] = 1000;
+  j["barrier"] = "ompi_basic_linear";
+  Network n = Network::from_json({{"kind", "cluster"}, {"cluster", j}}, 8);
+  CommPattern halves(8);
+  halves.communicators = {{0, 1, 2, 3}, {4, 5, 6, 7}};
+  EXPECT_NEAR(timing_barrier_s(halves, n, 3), 2.3e-6, 1e-12);
+  EXPECT_NEAR(timing_barrier_s(CommPattern(8), n, 1), 6.9e-6, 1e-12);
+  EXPECT_NE(refusal([&] { timing_barrier_s(halves, n, 0); }).find("inner must be >= 1"), std::string::npos);
+  n.drop_barrier();
+  EXPECT_EQ(timing_barrier_s(halves, n, 3), 0.0);
+  j.erase("barrier");
+  EXPECT_EQ(timing_barrier_s(halves, Network::from_json({{"kind", "cluster"}, {"cluster", j}}, 8), 3), 0.0);
+  j["barrier"] = "binomial";
+  EXPECT_NE(refusal([&] { fabric(j); }).find("barrier 'binomial' is not modelled"), std::string::npos);
+}
+
 // FLAT with a backbone (2 GB/s, 3 us): node 0 up, the backbone, node 1 down. Two 1 MB messages
 // 0 -> 1 and 2 -> 3 share the backbone (both directions are one link): 2e6 / 2e9 + 5 us = 1.005 ms,
 // where each alone takes 5 us + 1e6 / 1e9 = 1.005 ms too (the node link is slower); a third,

@@ -618,7 +618,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 11u);
+  ASSERT_EQ(switchable_terms().size(), 12u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

@@ -87,6 +87,7 @@ struct Options {
   std::vector<std::int64_t> shape{128, 128, 128};
   std::vector<int> grid{2};
   int from_axis = -1, to_axis = 0, call = 0, ranks_per_node = 0;
+  int inner = tb::TimingOptions{}.inner;  // the measurement's calls per timed loop, as the tools default
   std::string type = "c64", pattern_file, memory_file, csv, save_memory;
   std::vector<std::string> networks, algorithms;
   std::string overheads_file;
@@ -122,6 +123,11 @@ void add_options(CLI::App& app, Options& o) {
                  "ranks per node: node_leader's, and a cluster network's placement (default: the network's; one per "
                  "FPGA, all on one host, a cluster node's cores)")
       ->check(CLI::Range(0, 4096));
+  app.add_option("--inner", o.inner,
+                 "calls per timed loop of the measurement predicted (the tools' --inner): the timing barrier's "
+                 "uneven exits, where the network describes its barrier, are spread over them")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--pack-below", o.pack_below, "ucx_zcopy's packing threshold in bytes")
       ->capture_default_str()
       ->check(tb::finite_range(0, 1e18));
@@ -138,8 +144,7 @@ void add_options(CLI::App& app, Options& o) {
                  "model's is added to every call as its fixed software overhead (host networks only)");
   app.add_flag("--beff", o.beff, "also print the model b_eff of each network at the pattern's rank count");
   tb::add_list_option(app, "--without", o.without,
-                      "model terms to switch off, for a comparison: node_contention, library_engine, measured_messages, "
-                      "streaming_stores, local_work, working_set (--list-terms says what each adds)",
+                      "model terms to switch off, for a comparison (--list-terms lists them and says what each adds)",
                       "term");
   app.add_flag("--list-terms", o.list_terms, "print the switchable model terms with their sources and exit");
   app.add_flag("--list-algorithms", o.list_algorithms, "print every algorithm with its schedule (or why it has none) and exit");
@@ -265,10 +270,14 @@ void print_header(const Options& o, const tb::fpga::CommPattern& pattern, const 
                 memory.streaming_from_bytes / (1 << 20));
   std::printf(" (%s)\n", memory_source.c_str());
   if (!o.without.empty()) std::printf("  terms switched off: %s\n", tb::join(o.without, ", ").c_str());
-  for (const auto& n : nets)
+  for (const auto& n : nets) {
     std::printf("  network %s; node_leader: %d rank(s) per node\n", n.describe().c_str(),
                 o.ranks_per_node > 0 ? o.ranks_per_node : n.ranks_per_node());
-  std::printf("\n  %-16s", "ms (comm+local)");  // the total also holds the fixed overhead, if calibrated
+    if (const double t = tb::fpga::timing_barrier_s(pattern, n, o.inner); t > 0)
+      std::printf("    timing barrier: %.3f us per call (its exits' widest spread in a communicator over %d inner calls), "
+                  "in every total\n", t * 1e6, o.inner);
+  }
+  std::printf("\n  %-16s", "ms (comm+local)");  // the total also holds the fixed overhead and the timing barrier, where they apply
   for (const auto& n : nets) std::printf(" %26s", n.name().c_str());
   std::printf("\n");
 }
@@ -303,12 +312,14 @@ void print_costs(const Options& o, const tb::fpga::CommPattern& pattern, const t
       so.ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : nets[i].ranks_per_node();
       auto c = tb::fpga::cost(tb::fpga::schedule(a, pattern, so), nets[i], memory);
       c.overhead_s = overhead(a, nets[i], so);
+      c.timing_s = tb::fpga::timing_barrier_s(pattern, nets[i], o.inner);
       const std::string cell = ms(c.total_s()) + " (" + ms(c.communication_s) + "+" + ms(c.local_s) + ")";
       std::printf(" %26s", cell.c_str());
       if (c.total_s() < best[i].first) best[i] = {c.total_s(), a};
       if (out)
         out << "\"" << pattern.description << "\"," << ranks << "," << a << "," << nets[i].name() << ","
-            << c.communication_s << "," << c.local_s << "," << c.overhead_s << "," << c.total_s() << "," << c.phases
+            << c.communication_s << "," << c.local_s << "," << c.overhead_s << "," << c.timing_s << "," << c.total_s()
+            << "," << c.phases
             << "," << c.messages << "\n";
     }
     std::printf("\n");
@@ -384,7 +395,7 @@ int run(Options& o) {
   std::ofstream out;
   if (!o.csv.empty()) {
     out.open(o.csv);
-    out << "pattern,ranks,algorithm,network,communication_s,local_s,overhead_s,total_s,phases,messages\n";
+    out << "pattern,ranks,algorithm,network,communication_s,local_s,overhead_s,timing_s,total_s,phases,messages\n";
   }
   print_costs(o, pattern, memory, nets, chosen, measured_1b, out);
   if (o.beff) print_beff(nets, ranks);
