@@ -19,6 +19,11 @@ are 0 is shown as "both 0" and counts as within the goal; one where SMPI has 0 a
 more has no relative error: it is shown as such and counts as a miss. (Where the model has 0 and
 SMPI more, the error is -100 %.)
 
+Both sides include the testbed's timing barrier: SMPI's ranks leave its MPI_Barrier unevenly (a
+linear barrier whose releases reach other nodes later), and the first timed call waits for the
+last rank of its communicator; tb-model prices that as its timing_barrier term, spread over the
+point's calls per timed loop (the rows' inner, passed as tb-model --inner).
+
 SMPI's time is the fastest of the point's repetitions (the store's fastest_s). The simulation is
 deterministic, so repetitions differ only where the first call sets something up: node_leader's
 first call builds its node lists and shared windows, and the median of two repetitions is then
@@ -57,7 +62,7 @@ def simulated_points(store, platform):
                 or r.get("smpi_compute") != "off" or r["method"] == "streaming_copy"):
             continue
         key = (r["ranks"], r["global_shape"], r["grid"], r["from_axis"], r["to_axis"], r["element_type"],
-               r.get("smpi_ranks_per_node"))
+               r.get("smpi_ranks_per_node"), r.get("inner"))
         if r["method"] == "memcpy_floor":
             clocks[key] = r["fastest_s"]
         else:
@@ -99,12 +104,14 @@ def error_text(row):
 
 
 def model_times(tb_model, network, memory, key, csv_path):
-    ranks, shape, grid, src, dst, element, per_node = key
+    ranks, shape, grid, src, dst, element, per_node, inner = key
     command = [tb_model, "--shape", shape.replace("x", ","), "--grid", grid.replace("x", ","),
                "--from-axis", str(src), "--to-axis", str(dst), "--type", ELEMENT_TYPES[element],
                "--network", network, "--memory", memory, "--without", "local_work", "--csv", csv_path]
     if per_node:
         command += ["--ranks-per-node", str(per_node)]
+    if inner:
+        command += ["--inner", str(inner)]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     with open(csv_path) as f:
         return {row["algorithm"]: float(row["total_s"]) for row in csv.DictReader(f)}
