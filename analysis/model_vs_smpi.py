@@ -130,15 +130,17 @@ def compare(points, tb_model, network, out):
             predicted = model[algorithm]
             error, note = relative_error(simulated, predicted)
             rows.append({"ranks": key[0], "shape": key[1], "grid": key[2], "redistribution": f"{key[3]}->{key[4]}",
-                         "ranks_per_node": key[6] or "", "algorithm": algorithm, "smpi_s": simulated,
+                         "ranks_per_node": key[6] or "", "inner": key[7] or "", "algorithm": algorithm,
+                         "smpi_s": simulated,
                          "model_s": predicted, "error": error, "note": note})
     return rows
 
 
 def table(rows):
-    lines = ["| ranks | grid | axes | algorithm | SMPI ms | model ms | error |", "|---|---|---|---|---|---|---|"]
+    lines = ["| ranks | grid | axes | inner | algorithm | SMPI ms | model ms | error |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['ranks']} | {r['grid']} | {r['redistribution']} | {r['algorithm']} | "
+        lines.append(f"| {r['ranks']} | {r['grid']} | {r['redistribution']} | {r.get('inner', '')} | {r['algorithm']} | "
                      f"{r['smpi_s'] * 1e3:.4f} | {r['model_s'] * 1e3:.4f} | {error_text(r)} |")
     return lines
 

@@ -120,8 +120,9 @@ def network(path):
         "latency_factor": factor(props.get("smpi/lat-factor", SMPI_LAT_FACTOR), f"{path} smpi/lat-factor"),
         "source": path,
     }
-    barrier = props.get("smpi/barrier") or (SMPI_BARRIER if props.get("smpi/coll-selector", "default") == "default"
-                                            else f"the {props['smpi/coll-selector']} selector's")
+    selector = props.get("smpi/coll-selector") or "default"  # SimGrid reads an empty one as the default
+    barrier = props.get("smpi/barrier") or (SMPI_BARRIER if selector == "default" else f"the {selector} selector's")
+    barrier = SMPI_BARRIER if barrier == "default" else barrier  # barrier__default is the linear one
     if barrier == SMPI_BARRIER:
         fabric["barrier"] = barrier
     if topology == "DRAGONFLY":

@@ -314,6 +314,9 @@ double timing_barrier_s(const CommPattern& pattern, const Network& network, int 
   if (inner < 1) throw std::invalid_argument("timing_barrier_s: inner must be >= 1, got " + std::to_string(inner));
   const std::vector<double> exits = network.barrier_exits_s();
   if (exits.empty()) return 0.0;
+  if (pattern.ranks() > static_cast<int>(exits.size()))
+    throw std::invalid_argument("timing_barrier_s: the pattern has " + std::to_string(pattern.ranks()) +
+                                " ranks, the network " + std::to_string(exits.size()));
   double widest = 0.0;
   for (const auto& ranks : pattern.communicators_or_all()) {
     const auto [first, last] = std::minmax_element(ranks.begin(), ranks.end(),

@@ -123,10 +123,12 @@ double ClusterFabric::between_nodes_s(const std::vector<std::pair<std::pair<int,
 // alone (FATPIPE). To another node a message first waits out its route's factored latency (in
 // SimGrid's CM02 an action moves no bytes before its latency has passed) and then shares its
 // links: each directed link serves the messages that have reached it in the order their
-// latencies end, those of one latency together (equal shares in max-min), and a message
-// arrives when the last of its links has served it. A batch that reaches a busy link waits for
-// it; max-min would share the link instead, which ends the link's work at the same time.
-// Crosstraffic (on the reverse links) and TCP-gamma (far above 16 bytes) are left out.
+// latencies end, those of one latency as one batch, and a message arrives when the last of its
+// links has served its batch. A batch that reaches a busy link waits for it, where max-min
+// shares the link (weighted by each flow's route): the link's last byte leaves at the same time
+// either way, so rank 0's exit (the last release) is kept, but once batches overlap the earlier
+// ones arrive too early here. Crosstraffic (on the reverse links) and TCP-gamma (far above 16
+// bytes) are left out.
 std::vector<double> ClusterFabric::linear_barrier_exits_s(const std::vector<int>& node_of_rank) const {
   const double units = envelope_bytes / bandwidth_factor.at(envelope_bytes);
   const int root = node_of_rank.empty() ? 0 : node_of_rank.front();

@@ -16,7 +16,10 @@
 //     each direction of a link is its own shared resource (SPLITDUPLEX, the cluster default),
 //     and every message also loads its reverse route with 5 % of its bytes (crosstraffic);
 //   - MPI_Barrier, by default SMPI's "ompi_basic_linear": every rank sends rank 0 a zero-byte
-//     message, then rank 0 sends every rank one at once and leaves when the last has arrived;
+//     message, then rank 0 sends every rank one at once and leaves when the last has arrived
+//     (its sends complete with their transfers because tb-smpirun sets
+//     smpi/send-is-detached-thresh to 0; with SMPI's default they would be detached and rank 0
+//     would leave first);
 //   - DRAGONFLY "G,g;C,c;B,b;N": node id -> (group, chassis, router, node) in that nesting;
 //     green links join the routers of a chassis (b links' bandwidth), black ones the same router
 //     position across a group's chassis (c), blue ones the groups (g, from router (s,0,d) to

@@ -124,8 +124,9 @@ void add_options(CLI::App& app, Options& o) {
                  "FPGA, all on one host, a cluster node's cores)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--inner", o.inner,
-                 "calls per timed loop of the measurement predicted (the tools' --inner): the timing barrier's "
-                 "uneven exits, where the network describes its barrier, are spread over them")
+                 "calls per timed loop of the measurement predicted (the tools' --inner): where the network "
+                 "describes its barrier, every total is a call as the testbed's timing reports it, the barrier's "
+                 "uneven exits spread over these calls (a recorded --pattern too, as one communicator)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 30));
   app.add_option("--pack-below", o.pack_below, "ucx_zcopy's packing threshold in bytes")
@@ -319,8 +320,7 @@ void print_costs(const Options& o, const tb::fpga::CommPattern& pattern, const t
       if (out)
         out << "\"" << pattern.description << "\"," << ranks << "," << a << "," << nets[i].name() << ","
             << c.communication_s << "," << c.local_s << "," << c.overhead_s << "," << c.timing_s << "," << c.total_s()
-            << "," << c.phases
-            << "," << c.messages << "\n";
+            << "," << c.phases << "," << c.messages << "\n";
     }
     std::printf("\n");
   }
