@@ -37,16 +37,22 @@ class PlatformNetwork(unittest.TestCase):
     def test_the_barrier_is_smpi_default_unless_the_platform_chooses_another(self):
         doc = platform_network.network(os.path.join(PLATFORMS, "xc40-dragonfly.xml"))
         self.assertEqual(doc["cluster"]["barrier"], "ompi_basic_linear")
-        for prop, value, named in (("smpi/barrier", "mvapich2_pair", "mvapich2_pair"),
-                                   ("smpi/coll-selector", "mpich", "the mpich selector's")):
+        def with_prop(prop, value):
             with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
                 f.write(f'<platform version="4.1"><config><prop id="{prop}" value="{value}"/></config>'
                         '<cluster id="c" prefix="n" suffix="" radical="0-1" speed="1Gf" bw="1GBps" lat="1us" '
                         'loopback_bw="10GBps" loopback_lat="1us"/></platform>')
                 f.flush()
-                doc = platform_network.network(f.name)
+                return platform_network.network(f.name)
+        for prop, value, named in (("smpi/barrier", "mvapich2_pair", "mvapich2_pair"),
+                                   ("smpi/coll-selector", "mpich", "the mpich selector's")):
+            doc = with_prop(prop, value)
             self.assertNotIn("barrier", doc["cluster"])
             self.assertIn(f"barrier {named}: not modelled", doc["comment"])
+        # SimGrid's names for the same linear barrier: its default, and an empty selector
+        for prop, value in (("smpi/barrier", "default"), ("smpi/barrier", "ompi_basic_linear"),
+                            ("smpi/coll-selector", ""), ("smpi/coll-selector", "default")):
+            self.assertEqual(with_prop(prop, value)["cluster"]["barrier"], "ompi_basic_linear", (prop, value))
 
     def test_units(self):
         self.assertAlmostEqual(platform_network.bandwidth("100Gbps", "x"), 12.5e9)
