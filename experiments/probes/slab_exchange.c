@@ -1,0 +1,152 @@
+/* What MPICH charges a 2-rank slab redistribution's message for its non-contiguous send side, on
+ * arrays out of cache as in tb-redistribute: the question behind issue 17's SMPI-against-this-host
+ * gap for native and pairwise, whose simulated message is priced as tb-beff's contiguous exchange
+ * from buffers just used. Each rank holds a (n0/2, n1, n2) block of complex<double>, aligned in
+ * axis 2, and sends its partner the subarray (n0/2, n1, n2/2) that the partner's (n0, n1, n2/2)
+ * output, aligned in axis 0, takes contiguously: blocks of n2/2 elements at a stride of n2.
+ * Both ranks at once, MPI_Sendrecv with the partner, the slowest rank's time, median of 7:
+ *   subarray  the send side a subarray type of the input array, received contiguous (pairwise);
+ *   packed    the same bytes sent contiguous from a packed buffer (pack_alltoallv's message);
+ *   pack      the testbed's way to that buffer: one memcpy per block;
+ *   hot       `packed` again at once, its buffers just used (what tb-beff's curve measures);
+ *   sub-hot   `subarray` again at once, its buffers just used.
+ * Before every cold repetition each rank writes 64 MiB of scratch memory. The element is
+ * MPI_C_DOUBLE_COMPLEX, as tb-redistribute's c64 (SLAB_ELEMENT=bytes: 16 contiguous MPI_BYTEs).
+ *
+ *   mpicc.mpich -O2 -o /tmp/slab_exchange experiments/probes/slab_exchange.c
+ *   mpiexec.mpich -n 2 /tmp/slab_exchange 64 64 64 128 128 64 128 128 256
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call_)                                                  \
+    do {                                                              \
+        if ((call_) != MPI_SUCCESS) {                                 \
+            fprintf(stderr, "slab_exchange: %s failed\n", #call_);    \
+            MPI_Abort(MPI_COMM_WORLD, 1);                             \
+        }                                                             \
+    } while (0)
+
+#define REPS 7
+#define SCRATCH ((size_t) 64 << 20)
+#define ELEMENT 16
+
+static int compare(const void *a, const void *b)
+{
+    const double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t)
+{
+    qsort(t, REPS, sizeof(double), compare);
+    return t[REPS / 2];
+}
+
+static void *checked_malloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, "slab_exchange: out of memory (%zu bytes)\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(p, 1, bytes);
+    return p;
+}
+
+/* The slowest rank's seconds of one step, after a barrier. */
+static double slowest(double seconds)
+{
+    double max = 0;
+    CHECK(MPI_Allreduce(&seconds, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return max;
+}
+
+static void evict(char *scratch, int rep)
+{
+    memset(scratch, rep, SCRATCH);
+}
+
+int main(int argc, char **argv)
+{
+    CHECK(MPI_Init(&argc, &argv));
+    int rank, size;
+    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (size != 2 || argc < 4 || (argc - 1) % 3 != 0) {
+        if (rank == 0) fprintf(stderr, "slab_exchange: run on 2 ranks with n0 n1 n2 [n0 n1 n2 ...] (even n0, n2)\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const int partner = 1 - rank;
+    char *scratch = checked_malloc(SCRATCH);
+    if (rank == 0)
+        printf("%-14s %10s %10s %10s %10s %10s %10s\n", "shape", "per peer", "subarray", "packed", "pack", "hot",
+               "sub-hot");
+    for (int a = 1; a + 2 < argc; a += 3) {
+        const int n0 = atoi(argv[a]), n1 = atoi(argv[a + 1]), n2 = atoi(argv[a + 2]);
+        if (n0 < 2 || n1 < 1 || n2 < 2 || n0 % 2 || n2 % 2) {
+            if (rank == 0) fprintf(stderr, "slab_exchange: bad shape %s %s %s\n", argv[a], argv[a + 1], argv[a + 2]);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        const size_t local = (size_t) n0 / 2 * n1 * n2 * ELEMENT, bytes = local / 2;
+        const size_t block = (size_t) n2 / 2 * ELEMENT, blocks = (size_t) n0 / 2 * n1;
+        char *in = checked_malloc(local), *out = checked_malloc(local), *packed = checked_malloc(bytes);
+        int sizes[3] = {n0 / 2, n1, n2}, sub[3] = {n0 / 2, n1, n2 / 2}, starts[3] = {0, 0, partner * n2 / 2};
+        MPI_Datatype element, send;
+        const char *kind = getenv("SLAB_ELEMENT");
+        if (kind && strcmp(kind, "bytes") == 0)
+            CHECK(MPI_Type_contiguous(ELEMENT, MPI_BYTE, &element));
+        else
+            CHECK(MPI_Type_dup(MPI_C_DOUBLE_COMPLEX, &element));
+        CHECK(MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, element, &send));
+        CHECK(MPI_Type_commit(&send));
+        char *recv = out + (size_t) partner * bytes;  /* the partner's rows of the output, contiguous */
+        const char *first = in + (size_t) partner * block;
+        double t[5][REPS];
+        for (int r = 0; r < REPS; ++r) {
+            evict(scratch, r);
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            double s = MPI_Wtime();
+            CHECK(MPI_Sendrecv(in, 1, send, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
+            t[0][r] = slowest(MPI_Wtime() - s);
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            s = MPI_Wtime();
+            CHECK(MPI_Sendrecv(in, 1, send, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
+            t[4][r] = slowest(MPI_Wtime() - s);
+            evict(scratch, r);
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            s = MPI_Wtime();
+            for (size_t b = 0; b < blocks; ++b) memcpy(packed + b * block, first + b * 2 * block, block);
+            t[2][r] = slowest(MPI_Wtime() - s);
+            evict(scratch, r);
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            s = MPI_Wtime();
+            CHECK(MPI_Sendrecv(packed, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            t[1][r] = slowest(MPI_Wtime() - s);
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            s = MPI_Wtime();
+            CHECK(MPI_Sendrecv(packed, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            t[3][r] = slowest(MPI_Wtime() - s);
+        }
+        if (rank == 0) {
+            char shape[32];
+            snprintf(shape, sizeof shape, "%dx%dx%d", n0, n1, n2);
+            printf("%-14s %7zu KiB %7.0f us %7.0f us %7.0f us %7.0f us %7.0f us\n", shape, bytes >> 10,
+                   median(t[0]) * 1e6, median(t[1]) * 1e6, median(t[2]) * 1e6, median(t[3]) * 1e6, median(t[4]) * 1e6);
+        }
+        CHECK(MPI_Type_free(&send));
+        CHECK(MPI_Type_free(&element));
+        free(in);
+        free(out);
+        free(packed);
+    }
+    free(scratch);
+    CHECK(MPI_Finalize());
+    return 0;
+}
