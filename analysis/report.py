@@ -51,6 +51,44 @@ def with_platform_modes(df):
     return df
 
 
+def redistribution_frame(df):
+    """tb-redistribute rows, the latest of each (mode, MPI build, ranks, shape, decomposition,
+    grid, variant). "decomposition" is "slab" (a 1-D process grid) or "pencil"; "variant" is the
+    method without its path detail, and with the MPICH selection the point forced, if any
+    (MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM or a selection JSON): points that differ only in those
+    measure different things and must not replace each other."""
+    r = df[df["tool"] == "tb-redistribute"].copy()
+    r["grid"] = r["grid"].astype(str)
+    r["decomposition"] = r["grid"].map(lambda grid: "pencil" if "x" in grid else "slab")
+    r["variant"] = [method.split(" (")[0] + selection_suffix(point)
+                    for method, point in zip(r["method"], r.get("point", pd.Series([{}] * len(r), index=r.index)))]
+    keys = ["mode", "mpi", "ranks", "global_shape", "decomposition", "grid", "variant"]
+    return r.drop_duplicates(subset=keys, keep="last").sort_values(keys)
+
+
+def selection_suffix(point):
+    """" [mpich: node_leader]" for a point that forced an in-MPICH algorithm, " [mpich: json]" for
+    one that gave a selection file, "" otherwise."""
+    point = point if isinstance(point, dict) else {}
+    forced = point.get("env:MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM")
+    if forced:
+        return f" [mpich: {forced}]"
+    return " [mpich: json]" if point.get("env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE") else ""
+
+
+def floor_bars(g, title, path):
+    """Horizontal bars of fastest / memcpy floor, one per row of one rank count."""
+    labels = g["mpi"] + " " + g["variant"] + " " + g["decomposition"] + " " + g["grid"] + " " + g["mode"]
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.28 * len(g)))
+    ax.barh(labels, g["fastest_over_floor"])
+    ax.set_xlabel("fastest / memcpy floor")
+    ax.set_title(title)
+    ax.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def sizes_frame(df):
     """tb-bench rows: one per (mode, layout, algorithm, bytes per peer), the latest measurement."""
     if "tool" not in df or not (df["tool"] == "tb-bench").any():
@@ -189,22 +227,24 @@ def report(df, out):
                        by_size(wide, ".2f"), ""]
 
     if "tool" in df and (df["tool"] == "tb-redistribute").any():
-        r = df[df["tool"] == "tb-redistribute"].copy()
         md += ["## Redistributions against the memcpy floor (tb-redistribute)", ""]
-        for exp, g in r.groupby("experiment"):
-            g = g.drop_duplicates(subset=["mode", "mpi", "ranks", "global_shape", "method"], keep="last")
-            fig, ax = plt.subplots(figsize=(7, 4))
-            labels = g["method"] + " " + g["global_shape"] + " " + g["mode"]
-            ax.barh(labels, g["fastest_over_floor"])
-            ax.set_xlabel("fastest / memcpy floor")
-            ax.set_title(exp)
-            fig.tight_layout()
-            p = os.path.join(out, f"floor_{exp}.png")
-            fig.savefig(p, dpi=110)
-            plt.close(fig)
-            images.append(p)
-            md += [f"### {exp}", "", f"![floor](floor_{exp}.png)", "",
-                   table(g, ["mode", "ranks", "global_shape", "method", "fastest_s", "median_s", "fastest_over_floor"]), ""]
+        for exp, g in redistribution_frame(df).groupby("experiment"):
+            md += [f"### {exp}", ""]
+            if g["ranks"].nunique() > 1:  # one line per variant over the rank counts, a plot per decomposition
+                for kind, k in g[g["method"] != "memcpy_floor"].groupby("decomposition"):
+                    name = f"floor_{exp}_{kind}.png"
+                    series = (k["mpi"] + " " if g["mpi"].nunique() > 1 else "") + k["variant"]
+                    line_plot(k.assign(series=series), "ranks", "fastest_over_floor", "series", f"{exp}: {kind}",
+                              "fastest / memcpy floor", os.path.join(out, name), logy=False)
+                    images.append(os.path.join(out, name))
+                    md += [f"![{kind}]({name})", ""]
+            else:
+                name = f"floor_{exp}.png"
+                floor_bars(g, exp, os.path.join(out, name))
+                images.append(os.path.join(out, name))
+                md += [f"![floor]({name})", ""]
+            md += [table(g, ["mode", "mpi", "ranks", "global_shape", "decomposition", "grid", "variant", "fastest_s",
+                             "median_s", "fastest_over_floor"]), ""]
 
     if "tool" in df and (df["tool"] == "tb-fft").any():
         f = df[df["tool"] == "tb-fft"].copy()

@@ -118,17 +118,29 @@ class Selection(unittest.TestCase):
 
 class Slab(unittest.TestCase):
     def test_the_slab_table_gives_the_goal_ratios_and_leaves_out_reference_rows(self):
-        def red(mpi, method, seconds, **env):
-            return {"experiment": "mpich_slab", "tool": "tb-redistribute", "mode": "intra", "mpi": mpi, "ranks": 2,
-                    "point": {f"env:{k}": v for k, v in env.items()}, "global_shape": "256x256x256",
+        def red(mpi, method, seconds, ranks=2, **env):
+            return {"experiment": "mpich_slab", "tool": "tb-redistribute", "mode": "intra", "mpi": mpi, "ranks": ranks,
+                    "grid": str(ranks), "point": {f"env:{k}": v for k, v in env.items()}, "global_shape": "256x256x256",
                     "method": method, "fastest_s": seconds, "median_s": seconds, "fastest_over_floor": seconds / 0.01}
         rows = [red("mpich", "alltoallw:native", 0.06), red("mpich", "memcpy_floor", 0.01),
                 red("mpich-patched", "alltoallw:node_leader (on-node: staged)", 0.010),
                 red("mpich-patched", "alltoallw:native", 0.011, MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE="t.json")]
         self.assertEqual(ma.series(rows[2]), "pmpi:node_leader")
         text = "\n".join(ma.slab_table(rows))
-        self.assertIn("| intra | 256x256x256 | mpich:json | 11.00 | 11.00 | 1.10 | 5.45 | 1.10 |", text)
+        self.assertIn("| intra | 2 | 256x256x256 | 2 | mpich:json | 11.00 | 11.00 | 1.10 | 5.45 | 1.10 |", text)
         self.assertNotIn("memcpy_floor", text)
+
+    def test_other_rank_counts_keep_their_own_rows_and_ratios(self):
+        def red(mpi, method, seconds, ranks, **env):
+            return {"experiment": "mpich_slab", "tool": "tb-redistribute", "mode": "intra", "mpi": mpi, "ranks": ranks,
+                    "grid": str(ranks), "point": {f"env:{k}": v for k, v in env.items()}, "global_shape": "256x256x256",
+                    "method": method, "fastest_s": seconds, "median_s": seconds, "fastest_over_floor": 1.0}
+        rows = [red("mpich", "alltoallw:native", 0.06, 2), red("mpich", "alltoallw:native", 0.02, 16),
+                red("mpich-patched", "alltoallw:native", 0.03, 2, MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM="node_leader"),
+                red("mpich-patched", "alltoallw:native", 0.01, 16, MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM="node_leader")]
+        text = "\n".join(ma.slab_table(rows))
+        self.assertIn("| intra | 2 | 256x256x256 | 2 | mpich:node_leader | 30.00 | 30.00 | 1.00 | 2.00 | - |", text)
+        self.assertIn("| intra | 16 | 256x256x256 | 16 | mpich:node_leader | 10.00 | 10.00 | 1.00 | 2.00 | - |", text)
 
 
 class Packing(unittest.TestCase):

@@ -6,6 +6,8 @@ import sys
 import tempfile
 import unittest
 
+import pandas as pd
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
 
@@ -54,6 +56,30 @@ class Report(unittest.TestCase):
         for text in ("## Alltoallw per message size", "Speedup vs native", "## Intra- vs inter-node",
                      "## Redistributions against the memcpy floor", "## Parallel FFT", "fixture_fft", "bytes_per_peer |"):
             self.assertIn(text, self.md)
+
+    def test_redistributions_that_differ_in_grid_mpi_or_forced_algorithm_stay_apart(self):
+        def row(mpi, ranks, grid, method, seconds, **env):
+            return {"experiment": "scaling", "tool": "tb-redistribute", "mode": "intra", "mpi": mpi, "ranks": ranks,
+                    "grid": grid, "global_shape": "64x64x64", "method": method, "fastest_s": seconds,
+                    "median_s": seconds, "fastest_over_floor": seconds / 0.001,
+                    "point": {f"env:{k}": v for k, v in env.items()}}
+        rows = [row("mpich", 4, "4", "alltoallw:native", 0.004), row("mpich", 4, "2x2", "alltoallw:native", 0.003),
+                row("mpich-patched", 4, "4", "alltoallw:native", 0.005),
+                row("mpich-patched", 4, "4", "alltoallw:native", 0.002, MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM="node_leader"),
+                row("mpich-patched", 4, "4", "alltoallw:native", 0.0025, MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE="t.json"),
+                row("mpich", 8, "8", "alltoallw:node_leader (on-node: staged)", 0.002),
+                row("mpich", 8, "8", "alltoallw:node_leader (on-node: staged)", 0.001)]  # a rerun: the later one counts
+        r = report.redistribution_frame(pd.DataFrame(rows))
+        self.assertEqual(len(r), 6)
+        self.assertEqual(set(r["decomposition"]), {"slab", "pencil"})
+        self.assertEqual(sorted(r[r["mpi"] == "mpich-patched"]["variant"]),
+                         ["alltoallw:native", "alltoallw:native [mpich: json]", "alltoallw:native [mpich: node_leader]"])
+        self.assertEqual(r[r["ranks"] == 8].iloc[0]["fastest_s"], 0.001)
+        self.assertEqual(r[r["ranks"] == 8].iloc[0]["variant"], "alltoallw:node_leader")
+        with tempfile.TemporaryDirectory() as out:
+            _, images = report.report(pd.DataFrame(rows), out)
+            self.assertEqual(sorted(os.path.basename(p) for p in images),
+                             ["floor_scaling_pencil.png", "floor_scaling_slab.png"])
 
     def test_an_empty_store_is_an_error(self):
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
