@@ -180,33 +180,82 @@ def band_tree(bands):
     return tree
 
 
-def selection_tree(decisions, ranks):
-    """The alltoallw intra, out-of-place subtree: measured rank count and node layouts first,
-    MPICH's own choice (scattered) for everything not measured."""
+def by_rank_count(rows):
+    """{ranks: the tb-bench rows at that rank count}, ascending."""
+    out = {}
+    for r in rows:
+        if r.get("tool") == "tb-bench":
+            out.setdefault(r["ranks"], []).append(r)
+    return dict(sorted(out.items()))
+
+
+def decide_by_ranks(rows, uniform=False):
+    """{ranks: decide(...)} for every rank count the store's tb-bench points measured."""
+    groups = by_rank_count(rows)
+    if not groups:
+        raise ValueError("no tb-bench points to derive a selection from")
+    return {ranks: decide(size_times(group), ranks, uniform) for ranks, group in groups.items()}
+
+
+def node_layout_tree(decisions):
+    """The subtree of one measured rank count: its node layouts, MPICH's own choice (scattered)
+    for a layout not measured."""
     measured = {}
     for mode, (_, test) in NODE_LAYOUTS.items():
         if mode in decisions:
             measured[test] = band_tree(decisions[mode]["bands"])
     if "comm_size=any" not in measured:
         measured["comm_size=any"] = {f"algorithm={CSEL_NAMES['scattered']}": {}}
-    return {f"comm_size<={ranks}": measured, "comm_size=any": {f"algorithm={CSEL_NAMES['scattered']}": {}}}
+    return measured
 
 
-def selection_json(generic, decisions, ranks):
-    """MPICH's generic tree (every collective: the file replaces the whole built-in tree) with the
-    alltoallw intra out-of-place branch replaced."""
-    tree = copy.deepcopy(generic)
+def selection_tree(by_ranks, kept=None):
+    """The alltoallw intra, out-of-place subtree: one "comm_size<=N" branch per measured rank
+    count N, ascending, so that N's measurements decide for the communicator sizes above the next
+    smaller measured count up to N; MPICH's own choice (scattered) above the largest. `kept`: the
+    branches of an earlier file (previous_branches), kept for rank counts not measured now."""
+    branches = {ranks: node_layout_tree(d) for ranks, d in by_ranks.items()}
+    for ranks, subtree in (kept or {}).items():
+        branches.setdefault(ranks, subtree)
+    tree = {f"comm_size<={ranks}": branches[ranks] for ranks in sorted(branches)}
+    tree["comm_size=any"] = {f"algorithm={CSEL_NAMES['scattered']}": {}}
+    return tree
+
+
+def alltoallw_branch(tree, what):
+    """The dict holding the alltoallw intra "is_sendbuf_inplace=no" key of a selection tree."""
     try:
         intra = tree["collective=alltoallw"]["comm_type=intra"]
         if "is_sendbuf_inplace=no" not in intra:
             raise KeyError("is_sendbuf_inplace=no")
-    except KeyError as e:
-        raise ValueError(f"the generic selection JSON has no alltoallw intra branch ({e})") from None
-    intra["is_sendbuf_inplace=no"] = selection_tree(decisions, ranks)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{what} has no alltoallw intra branch ({e})") from None
+    return intra
+
+
+def previous_branches(tree, path):
+    """{ranks: subtree} of the "comm_size<=N" branches of an earlier selection file (this
+    script's output), to keep where the new store does not measure N."""
+    branch = alltoallw_branch(tree, path)["is_sendbuf_inplace=no"]
+    kept = {}
+    for key, subtree in branch.items():
+        if key.startswith("comm_size<="):
+            try:
+                kept[int(key[len("comm_size<="):])] = subtree
+            except ValueError:
+                raise ValueError(f"{path}: alltoallw branch key {key!r} is not comm_size<=<ranks>") from None
+    return kept
+
+
+def selection_json(generic, by_ranks, kept=None):
+    """MPICH's generic tree (every collective: the file replaces the whole built-in tree) with the
+    alltoallw intra out-of-place branch replaced by selection_tree(by_ranks, kept)."""
+    tree = copy.deepcopy(generic)
+    alltoallw_branch(tree, "the generic selection JSON")["is_sendbuf_inplace=no"] = selection_tree(by_ranks, kept)
     return tree
 
 
-def decision_lines(decisions):
+def decision_lines(decisions, ranks=None):
     lines = []
     for mode, d in decisions.items():
         where = NODE_LAYOUTS[mode][0]
@@ -214,7 +263,7 @@ def decision_lines(decisions):
         ratios = ", ".join(f"{a} {r:.2f}" for a, r in sorted(d["slowdowns"].items(), key=lambda x: x[1]))
         bands = "; ".join(f"{a} up to {b} B sent per rank" if b is not None else f"{a} above"
                           for b, a in d["bands"])
-        lines.append(f"- {mode} ({where}): base {d['base']} (total time over the points: {totals}; "
+        lines.append(f"- {f'{ranks} ranks, ' if ranks else ''}{mode} ({where}): base {d['base']} (total time over the points: {totals}; "
                      f"geometric mean of time / fastest: {ratios}); by size: {bands}")
     return lines
 
@@ -223,10 +272,10 @@ def ratio(a, b):
     return f"{a / b:.2f}" if a and b else "-"
 
 
-def size_tables(times):
+def size_tables(times, title_suffix=""):
     """Markdown: per mode and layout, time per call (us) of every series and the ratios the
     issue asks for: each in-MPICH algorithm against its PMPI version, and the selection against
-    Debian's native."""
+    Debian's native. `title_suffix` tells rank counts apart (", 16 ranks")."""
     md = []
     for (mode, layout), by_size in sorted(times.items()):
         names = sorted({n for t in by_size.values() for n in t})
@@ -235,7 +284,7 @@ def size_tables(times):
         head = ["bytes/peer"] + names + [f"mpich/pmpi {a}" for a in pairs]
         if "mpich:json" in names and "debian:native" in names:
             head.append("json/debian")
-        md += [f"### {layout}, {mode}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        md += [f"### {layout}, {mode}{title_suffix}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for size, t in sorted(by_size.items()):
             cells = [str(size)] + [f"{t[n] * 1e6:.3g}" if n in t else "-" for n in names]
             cells += [ratio(t.get(f"mpich:{a}"), t.get(f"pmpi:{a}")) for a in pairs]
@@ -294,19 +343,20 @@ def pack_table(rows):
     return md + [""]
 
 
-def report(rows, decisions=None):
+def report(rows, by_ranks=None):
+    """Markdown of a campaign; by_ranks: decide_by_ranks()'s result, or None."""
     md = ["## The MPICH patch series (experiments/mpich_algorithms.sh)", "",
           "Time per MPI_Alltoallw call (us, MAX over ranks); series names: analysis/mpich_algorithms.py.", ""]
-    if decisions:
-        md += ["Selection derived from these points:", ""] + decision_lines(decisions) + [""]
-    return md + slab_table(rows) + pack_table(rows) + size_tables(size_times(rows))
-
-
-def measured_ranks(rows):
-    ranks = {r["ranks"] for r in rows if r.get("tool") == "tb-bench"}
-    if len(ranks) != 1:
-        raise ValueError(f"the selection needs tb-bench points at one rank count, the store has {sorted(ranks)}")
-    return ranks.pop()
+    if by_ranks:
+        md += ["Selection derived from these points:", ""]
+        for ranks, decisions in by_ranks.items():
+            md += decision_lines(decisions, ranks)
+        md += [""]
+    md += slab_table(rows) + pack_table(rows)
+    groups = by_rank_count(rows)
+    for ranks, group in groups.items():
+        md += size_tables(size_times(group), f", {ranks} ranks" if len(groups) > 1 else "")
+    return md
 
 
 def main(argv=None):
@@ -314,6 +364,9 @@ def main(argv=None):
     parser.add_argument("store")
     parser.add_argument("--selection-json", help="write the selection JSON here (needs --generic)")
     parser.add_argument("--generic", help="MPICH's maint/tuning/coll/mpir/generic.json of the patched tree")
+    parser.add_argument("--merge", metavar="FILE",
+                        help="keep FILE's (an earlier selection JSON's) branches for rank counts this store does not "
+                             "measure, e.g. 2 ranks measured here and 16 on a bigger host")
     parser.add_argument("--uniform", action="store_true",
                         help="size thresholds among all algorithms (only for calls where every rank sends the same total)")
     args = parser.parse_args(argv)
@@ -321,16 +374,17 @@ def main(argv=None):
         parser.error("--selection-json needs --generic")
     try:
         rows = load(args.store)
-        decisions = None
-        if any(r.get("tool") == "tb-bench" for r in rows):
-            ranks = measured_ranks(rows)
-            decisions = decide(size_times(rows), ranks, args.uniform)
+        by_ranks = decide_by_ranks(rows, args.uniform) if by_rank_count(rows) else None
         if args.selection_json:
-            if decisions is None:
+            if by_ranks is None:
                 raise ValueError("no tb-bench points to derive a selection from")
             with open(args.generic) as f:
                 generic = json.load(f)
-            tree = selection_json(generic, decisions, ranks)
+            kept = None
+            if args.merge:
+                with open(args.merge) as f:
+                    kept = previous_branches(json.load(f), args.merge)
+            tree = selection_json(generic, by_ranks, kept)
             with open(args.selection_json, "w") as f:
                 json.dump(tree, f, indent=2)
                 f.write("\n")
@@ -338,7 +392,7 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         print(f"mpich_algorithms.py: error: {e}", file=sys.stderr)
         return 2
-    print("\n".join(report(rows, decisions)))
+    print("\n".join(report(rows, by_ranks)))
     return 0
 
 

@@ -156,15 +156,18 @@ def records(frame):
 
 
 def patch_series_plots(rows, out, md, images):
-    """One time-per-call plot per mode and layout of the MPICH campaign, a line per series."""
-    for (mode, layout), by_size in sorted(mpich_algorithms.size_times(rows).items()):
-        frame = pd.DataFrame([{"bytes_per_peer": size, "series": name, "time_us": t * 1e6}
-                              for size, times in by_size.items() for name, t in times.items()])
-        name = f"mpich_{mode}_{layout}.png"
-        line_plot(frame, "bytes_per_peer", "time_us", "series", f"MPICH patch series: {layout}, {mode}",
-                  "time per call (us)", os.path.join(out, name))
-        images.append(os.path.join(out, name))
-        md += [f"![{layout}, {mode}]({name})", ""]
+    """One time-per-call plot per rank count, mode and layout of the MPICH campaign, a line per series."""
+    groups = mpich_algorithms.by_rank_count(rows)
+    for ranks, group in groups.items():
+        tag, label = (f"_{ranks}ranks", f", {ranks} ranks") if len(groups) > 1 else ("", "")
+        for (mode, layout), by_size in sorted(mpich_algorithms.size_times(group).items()):
+            frame = pd.DataFrame([{"bytes_per_peer": size, "series": name, "time_us": t * 1e6}
+                                  for size, times in by_size.items() for name, t in times.items()])
+            name = f"mpich_{mode}_{layout}{tag}.png"
+            line_plot(frame, "bytes_per_peer", "time_us", "series", f"MPICH patch series: {layout}, {mode}{label}",
+                      "time per call (us)", os.path.join(out, name))
+            images.append(os.path.join(out, name))
+            md += [f"![{layout}, {mode}{label}]({name})", ""]
     return md, images
 
 

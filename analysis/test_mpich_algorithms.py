@@ -90,7 +90,7 @@ class Selection(unittest.TestCase):
 
     def test_the_json_keeps_every_other_collective_and_defaults_unmeasured_sizes_to_scattered(self):
         d = ma.decide(ma.size_times(campaign()), 2)
-        tree = ma.selection_json(GENERIC, d, 2)
+        tree = ma.selection_json(GENERIC, {2: d})
         self.assertEqual(tree["collective=bcast"], GENERIC["collective=bcast"])
         intra = tree["collective=alltoallw"]["comm_type=intra"]
         self.assertEqual(intra["is_sendbuf_inplace=yes"], GENERIC["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=yes"])
@@ -108,7 +108,7 @@ class Selection(unittest.TestCase):
     def test_a_generic_file_without_the_alltoallw_branch_is_an_error(self):
         d = ma.decide(ma.size_times(campaign()), 2)
         with self.assertRaisesRegex(ValueError, "no alltoallw intra branch"):
-            ma.selection_json({"collective=bcast": {}}, d, 2)
+            ma.selection_json({"collective=bcast": {}}, {2: d})
 
     def test_no_in_mpich_measurements_is_an_error(self):
         rows = [r for r in campaign() if ma.series(r).startswith(("pmpi:", "debian:"))]
@@ -191,6 +191,36 @@ class CommandLine(unittest.TestCase):
             self.assertIn("mpich/pmpi node_leader", text)
             self.assertIn("| 262144 |", text)
             self.assertIn("0.91", text)  # mpich:node_leader 10 ms / pmpi:node_leader 11 ms
+
+    def test_each_measured_rank_count_decides_up_to_itself_and_an_earlier_file_keeps_the_rest(self):
+        two = campaign()  # intra: node_leader; cliques: scattered/pairwise bands
+        sixteen = [dict(r, ranks=16) for r in campaign() if r["mode"] == "intra" and "node_leader" not in str(r)]
+        by_ranks = ma.decide_by_ranks(two + sixteen)
+        self.assertEqual(list(by_ranks), [2, 16])
+        self.assertEqual(by_ranks[16]["intra"]["bands"], [(None, "pack_alltoallv")])
+        self.assertEqual(by_ranks[2]["cliques"]["bands"][0], (2 * 64, "scattered"))  # bounds scale with ranks
+        out = ma.selection_json(GENERIC, by_ranks)["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"]
+        self.assertEqual(list(out), ["comm_size<=2", "comm_size<=16", "comm_size=any"])
+        self.assertEqual(out["comm_size<=16"]["comm_size=node_comm_size"],
+                         {"total_msg_size=any": {"algorithm=MPIR_Alltoallw_intra_pack_alltoallv": {}}})
+        self.assertEqual(out["comm_size<=16"]["comm_size=any"], {"algorithm=MPIR_Alltoallw_intra_scattered": {}})
+        # a new store with 4 ranks only, merged into that file: 2 and 16 stay, 4 is added between
+        earlier = ma.selection_json(GENERIC, by_ranks)
+        kept = ma.previous_branches(earlier, "earlier.json")
+        four = ma.decide_by_ranks([dict(r, ranks=4) for r in campaign()])
+        merged = ma.selection_json(GENERIC, four, kept)["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"]
+        self.assertEqual(list(merged), ["comm_size<=2", "comm_size<=4", "comm_size<=16", "comm_size=any"])
+        self.assertEqual(merged["comm_size<=16"], out["comm_size<=16"])
+        # a rank count measured again replaces the earlier file's branch
+        again = ma.selection_json(GENERIC, ma.decide_by_ranks(sixteen[:0] + [dict(r, ranks=2) for r in sixteen]), kept)
+        self.assertEqual(again["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"]["comm_size<=2"],
+                         out["comm_size<=16"])
+        with self.assertRaisesRegex(ValueError, "x.json has no alltoallw intra branch"):
+            ma.previous_branches({"collective=bcast": {}}, "x.json")
+        text = "\n".join(ma.report(two + sixteen, by_ranks))
+        self.assertIn("- 16 ranks, intra (one node): base pack_alltoallv", text)
+        self.assertIn("### contiguous, intra, 16 ranks", text)
+        self.assertIn("### contiguous, intra, 2 ranks", text)
 
     def test_selection_json_needs_the_generic_tree(self):
         with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):

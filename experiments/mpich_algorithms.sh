@@ -8,15 +8,22 @@
 # in both libraries (mpich_pack.json: Debian's yaksa engine, the patched build's dataloop engine).
 # Prints the tables.
 #
-#   experiments/mpich_algorithms.sh [-s STORE] [-j SELECTION_JSON] [-q] [-f]
+#   experiments/mpich_algorithms.sh [-s STORE] [-j SELECTION_JSON] [-n RANKS] [-M MODES] [-q] [-f] [-R]
 #     -s  the store (default results/mpich_algorithms/store.jsonl); points already in it are not
 #         run again: delete it (or -f) to measure anew
 #     -f  fresh: remove the store first
 #     -j  where the selection JSON goes (default mpich/tuning/alltoallw.json, the shipped one)
+#     -n  rank counts, comma-separated (default 2, the definitions' own): every point runs at each,
+#         and each measured count N decides for communicators of up to N ranks (above the next
+#         smaller measured count); e.g. -n 4,16 on a 16-core host
+#     -M  node layouts, space-separated (default "intra cliques")
+#     -R  replace the selection file's alltoallw branch; without it, the branches of rank counts
+#         this store does not measure stay as they were in the file (2 ranks measured here and 16
+#         on a bigger host end up in one file)
 #     -q  quick: 1 to 64 B per peer, short timing, no slab and no packing (the ctest mpich.selection.campaign)
 # The slab's selection point reads the shipped mpich/tuning/alltoallw.json (its definition names it).
 # Needs build/mpich and build/mpich-patched (scripts/build.sh mpich mpich-patched builds what is
-# missing). 2 ranks: this machine has 2 cores.
+# missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 store=results/mpich_algorithms/store.jsonl
@@ -24,13 +31,19 @@ selection=mpich/tuning/alltoallw.json
 args='{}'
 slab=1
 fresh=0
-while getopts "s:j:qf" opt; do
+ranks=()
+modes="intra cliques"
+merge=1
+while getopts "s:j:n:M:qfR" opt; do
   case $opt in
     s) store=$OPTARG ;;
     j) selection=$OPTARG ;;
     q) args='{"-m": "1:64", "--benchmark_min_time": "0.001"}'; slab=0 ;;
     f) fresh=1 ;;
-    *) echo "usage: $0 [-s STORE] [-j SELECTION_JSON] [-q] [-f]" >&2; exit 2 ;;
+    n) ranks=(--ranks "$OPTARG") ;;
+    M) modes=$OPTARG ;;
+    R) merge=0 ;;
+    *) echo "usage: $0 [-s STORE] [-j SELECTION_JSON] [-n RANKS] [-M MODES] [-q] [-f] [-R]" >&2; exit 2 ;;
   esac
 done
 [ $fresh -eq 0 ] || rm -f "$store"
@@ -41,14 +54,17 @@ done
 generic="$(dirname "$(cat build/mpich-patched/tb-mpich-prefix)")/src/maint/tuning/coll/mpir/generic.json"
 [ -f "$generic" ] || { echo "$0: no $generic (the patched MPICH's source tree, mpich/build.sh --tree)" >&2; exit 1; }
 failed=0  # a failed point is reported and the campaign goes on; the exit status says so at the end
-run() { /usr/bin/python3 experiments/run.py "experiments/definitions/$1.json" --mpi "$2" --mode "$3" --store "$store" "${@:4}" || failed=1; }
+run() { /usr/bin/python3 experiments/run.py "experiments/definitions/$1.json" --mpi "$2" --mode "$3" --store "$store" "${ranks[@]}" "${@:4}" || failed=1; }
 
-for mode in intra cliques; do
+for mode in $modes; do
   for mpi in mpich-patched mpich; do run mpich_algorithms "$mpi" "$mode" --args "$args"; done
 done
-/usr/bin/python3 analysis/mpich_algorithms.py "$store" --selection-json "$selection" --generic "$generic" >/dev/null
+kept=()
+[ $merge -eq 0 ] || [ ! -f "$selection" ] || { kept=(--merge "$selection.previous"); cp "$selection" "$selection.previous"; }
+/usr/bin/python3 analysis/mpich_algorithms.py "$store" --selection-json "$selection" --generic "$generic" "${kept[@]}" >/dev/null
+rm -f "$selection.previous"
 selection_env=$(/usr/bin/python3 -c 'import json, os, sys; a = json.loads(sys.argv[1]); a["env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = os.path.abspath(sys.argv[2]); print(json.dumps(a))' "$args" "$selection")
-for mode in intra cliques; do run mpich_selection mpich-patched "$mode" --args "$selection_env"; done
+for mode in $modes; do run mpich_selection mpich-patched "$mode" --args "$selection_env"; done
 if [ $slab -eq 1 ]; then
   for mpi in mpich-patched mpich; do run mpich_slab "$mpi" intra; done
   for mpi in mpich-patched mpich; do run mpich_pack "$mpi" intra; done

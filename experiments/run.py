@@ -28,7 +28,8 @@ it writes its results and whether it is an MPI program:
 Results: Google Benchmark's JSON (--benchmark_out), a CSV table (--csv) or
 {"metadata": {...}, "results": [rows]} (microbench/results.hpp); every row goes
 to the store with the point, command, environment and metadata.
---args '{"-m": "1:64"}' overrides or adds options in every point (a different point key).
+--args '{"-m": "1:64"}' overrides or adds options in every point (a different point key);
+--ranks 4,16 runs every point at each of those rank counts instead of the definition's.
 
 The store (JSON lines, one result row a line) and what counts as done:
   Every row carries its point's "key", "rows_in_point" (how many rows that point produced) and
@@ -122,9 +123,10 @@ def tool_spec(definition):
     return launch.tool_spec(definition["tool"], definition)
 
 
-def expand(definition, overrides=None):
+def expand(definition, overrides=None, rank_counts=None):
     """The points of a definition: dicts of 'ranks', tool options and env:NAME variables, in a
-    stable order. `overrides` (run.py --args) replace or add keys in every point."""
+    stable order. `overrides` (run.py --args) replace or add keys in every point; `rank_counts`
+    (run.py --ranks, a list) runs every point at each of these rank counts instead of its own."""
     base = dict(definition.get("args", {}))
     overrides = overrides or {}
     # A tool that is not an MPI program runs as one process: its points have ranks 1 unless told.
@@ -150,6 +152,10 @@ def expand(definition, overrides=None):
         if default_ranks == 1 and p["ranks"] != 1:
             raise ValueError(f"{definition['name']}: {definition['tool']} is not an MPI program; its points run "
                              f"as one process, not {p['ranks']} ranks")
+    if rank_counts is not None:
+        if default_ranks == 1:
+            raise ValueError(f"{definition['name']}: {definition['tool']} is not an MPI program; --ranks does not apply")
+        points = [{**p, "ranks": n} for n in rank_counts for p in points]
     unique = []
     for p in points:  # an override can make points equal: run each once
         if p not in unique:
@@ -369,9 +375,11 @@ def benchmark_rows(doc):
 
 
 def write_slurm(definition_path, definition, options):
-    points = for_mpi(expand(definition, options.args), options.mpi)
+    points = for_mpi(expand(definition, options.args, options.ranks), options.mpi)
     most = max(p["ranks"] for p in points)
     extra = f" --args {shlex.quote(json.dumps(options.args))}" if options.args else ""
+    if options.ranks:
+        extra += f" --ranks {','.join(str(n) for n in options.ranks)}"
     extra += f" --bin {shlex.quote(os.path.abspath(options.bin))}" if options.bin else ""
     script = f"""#!/bin/bash
 #SBATCH --job-name=tb-{definition['name']}
@@ -398,6 +406,17 @@ def json_object(text):
     return value
 
 
+def rank_list(text):
+    """'4,8,16' -> [4, 8, 16]: positive rank counts, each once."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of rank counts: {text!r}") from None
+    if any(v < 1 for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"rank counts must be positive and distinct: {text!r}")
+    return values
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Run an experiment definition; results go to a JSON-lines store.")
     parser.add_argument("definition")
@@ -407,6 +426,9 @@ def main(argv=None):
     parser.add_argument("--bin", help="folder of the tools (default build/<mpi>/bin)")
     parser.add_argument("--args", type=json_object, default={}, metavar="JSON",
                         help='options set in every point, over the definition\'s, e.g. \'{"-m": "1:64"}\'')
+    parser.add_argument("--ranks", type=rank_list, metavar="N[,N...]",
+                        help="run every point at each of these rank counts instead of the definition's "
+                             "(e.g. a 2-rank definition on a bigger host)")
     parser.add_argument("--cliques", type=int, help="cliques mode: number of cliques (default: one per rank)")
     parser.add_argument("--hosts", type=int, default=2, help="netns mode: emulated hosts (experiments/netns.sh up K)")
     parser.add_argument("--rate", default="2gbit", help="netns mode: tbf rate of every link (tc syntax, e.g. 2gbit)")
@@ -437,7 +459,7 @@ def main(argv=None):
 
     try:
         definition = load_definition(options.definition)
-        points = for_mpi(expand(definition, options.args), options.mpi)
+        points = for_mpi(expand(definition, options.args, options.ranks), options.mpi)
     except ValueError as e:
         print(f"run.py: {e}", file=sys.stderr)
         return 2

@@ -3,6 +3,7 @@
 mode, skipping finished points, every shipped definition, tools named only by a definition
 (tb-beff, tb-model, a declared tool, an unknown one) run through fake binaries, and faults: a
 store with a cut last line or a partial point, and a runner killed with SIGTERM mid-point."""
+import argparse
 import glob
 import io
 import json
@@ -328,6 +329,20 @@ J""")
         # an override that makes points equal runs them once
         d = run.load_definition(path)
         self.assertEqual(len(run.expand(d, {"env:TB_NUM_NODES": 1})), 1)
+
+    def test_ranks_runs_every_point_at_each_given_rank_count(self):
+        d = {"name": "t", "tool": "tb-bench", "points": [{"ranks": 2, "-m": "1:4"},
+                                                         {"ranks": 2, "-m": "1:4", "env:X": "1", "mpi": ["mpich"]}]}
+        points = run.expand(d, None, [4, 16])
+        self.assertEqual([(p["ranks"], "env:X" in p) for p in points], [(4, False), (4, True), (16, False), (16, True)])
+        self.assertEqual(run.for_mpi(points, "openmpi"), [points[0], points[2]])
+        self.assertEqual(run.expand(d, None, [2]), run.expand(d))
+        with self.assertRaisesRegex(ValueError, "--ranks does not apply"):
+            run.expand({"name": "t", "tool": "tb-model"}, None, [2])
+        for bad in ("0", "2,2", "two", "4,"):
+            with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
+                run.rank_list(bad)
+        self.assertEqual(run.rank_list("16,4"), [16, 4])
 
     def test_bad_declarations(self):
         for bad in ({"output": "json"}, {"output": "--json", "mpi": "no"}, {"output": "--json", "format": "xml"}):

@@ -492,7 +492,7 @@ def write_mpich_selection(path, generic_path, measured, entries, ranks, uniform)
     decisions = mpich_algorithms.decide(times, ranks, uniform)
     with open(generic_path) as f:
         generic = json.load(f)
-    write_json(path, mpich_algorithms.selection_json(generic, decisions, ranks))
+    write_json(path, mpich_algorithms.selection_json(generic, {ranks: decisions}))
     return {"file": path, "generic": generic_path, "decisions": mpich_algorithms.decision_lines(decisions),
             "left_out": left_out, "unmapped": unmapped_decisions(entries, decisions)}
 

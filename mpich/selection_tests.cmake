@@ -10,7 +10,7 @@
 #   mpich.selection.shipped.*     MPICH's alltoallw tests pass with mpich/tuning/alltoallw.json
 #   mpich.selection.bad-file.*    a selection file that is missing, empty or not JSON fails
 #                                 MPI_Init with a message naming the file (patch 10), no crash
-#   mpich.selection.campaign      experiments/mpich_algorithms.sh -q end to end (needs build/mpich
+#   mpich.selection.campaign      experiments/mpich_algorithms.sh -q -n 1,2 end to end (needs build/mpich
 #                                 beside build/mpich-patched, as scripts/test.sh builds them)
 set(tb_generic_json "${tb_mpich_key_dir}/src/maint/tuning/coll/mpir/generic.json")
 set(tb_generated_json "${CMAKE_CURRENT_BINARY_DIR}/selection-from-fixture.json")
@@ -64,7 +64,7 @@ endforeach()
 
 # Skipped (ctest says so) where build/mpich is missing: scripts/test.sh mpich-patched alone.
 add_test(NAME mpich.selection.campaign
-         COMMAND bash -c "[ -x \"$1/build/mpich/bin/tb-bench\" ] || { echo 'needs build/mpich (scripts/build.sh mpich)'; exit 77; }; exec \"$1/experiments/mpich_algorithms.sh\" -q -f -s \"$2/store.jsonl\" -j \"$2/selection.json\""
+         COMMAND bash -c "[ -x \"$1/build/mpich/bin/tb-bench\" ] || { echo 'needs build/mpich (scripts/build.sh mpich)'; exit 77; }; \"$1/experiments/mpich_algorithms.sh\" -q -f -n 1,2 -s \"$2/store.jsonl\" -j \"$2/selection.json\" && grep -q '\"comm_size<=1\"' \"$2/selection.json\" && grep -q '\"comm_size<=2\"' \"$2/selection.json\" || { echo 'campaign failed, or its selection lacks a branch per rank count'; exit 1; }"
                  campaign ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/campaign)
 set_tests_properties(mpich.selection.campaign PROPERTIES TIMEOUT 600 LABELS "mpi;mpich-patched;python"
                      SKIP_RETURN_CODE 77 FAIL_REGULAR_EXPRESSION "Traceback")
