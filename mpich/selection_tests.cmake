@@ -7,7 +7,8 @@
 #                                 above; --uniform), picks those algorithms in MPICH: the truncate
 #                                 probe's error stack names pairwise at 2 ranks (16 B per rank)
 #                                 and pack_alltoallv at 3 (24 B), never scattered
-#   mpich.selection.shipped.*     MPICH's alltoallw tests pass with mpich/tuning/alltoallw.json
+#   mpich.selection.shipped.*     MPICH's alltoallw tests pass with mpich/tuning/alltoallw.json, and
+#                                 its branch for 3-4 ranks picks node_leader (the truncate probe)
 #   mpich.selection.bad-file.*    a selection file that is missing, empty or not JSON fails
 #                                 MPI_Init with a message naming the file (patch 10), no crash
 #   mpich.selection.campaign      experiments/mpich_algorithms.sh -q -n 1,2 end to end (needs build/mpich
@@ -45,6 +46,17 @@ foreach(t alltoallw1 alltoallw2 alltoallw_zeros)
                          PASS_REGULAR_EXPRESSION "^ No Errors\n"
                          FAIL_REGULAR_EXPRESSION "Found [0-9]+ errors|[Aa]bort|Fatal error")
   endforeach()
+endforeach()
+
+# The shipped file's branches beyond 2 ranks are read: at 3 and 4 ranks on one node it picks
+# node_leader (its comm_size<=4 branch), where MPICH's own tree runs scattered.
+foreach(n 3 4)
+  add_test(NAME mpich.selection.shipped.node_leader.np${n}
+           COMMAND ${tb_expect} --status fail --match "MPIR_Alltoallw_intra_node_leader\\(" --match "cvar_switch: ok"
+                   --absent "MPIR_Alltoallw_intra_(scattered|pairwise|pack_alltoallv)\\("
+                   -- ${tb_mpirun} ${n} ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} truncate)
+  set_tests_properties(mpich.selection.shipped.node_leader.np${n} PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
+                       ENVIRONMENT "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=${PROJECT_SOURCE_DIR}/mpich/tuning/alltoallw.json")
 endforeach()
 
 file(WRITE "${CMAKE_CURRENT_BINARY_DIR}/selection-empty.json" "")
