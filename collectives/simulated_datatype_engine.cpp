@@ -1,6 +1,7 @@
 #include "collectives/simulated_datatype_engine.hpp"
 
 #include "collectives/algorithm_support.hpp"
+#include "collectives/log_interpolation.hpp"
 #include "collectives/type_layout.hpp"
 
 #include <simgrid/s4u/Engine.hpp>
@@ -9,7 +10,6 @@
 #include <smpi/smpi.h>
 #include <xbt/config.hpp>
 
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -101,25 +101,13 @@ const Engine& engine() {
   return found->second;
 }
 
-// The bandwidth at `bytes`: on the straight line in log(bytes) between the two entries around it,
-// that of the first or last entry beyond them.
-double bandwidth_at(const std::vector<std::pair<double, double>>& table, double bytes) {
-  if (bytes <= table.front().first) return table.front().second;
-  for (std::size_t i = 1; i < table.size(); ++i) {
-    const auto& [x0, y0] = table[i - 1];
-    const auto& [x1, y1] = table[i];
-    if (bytes <= x1) return y0 + std::log(bytes / x0) / std::log(x1 / x0) * (y1 - y0);
-  }
-  return table.back().second;
-}
-
 // Seconds of one engine pass over `count` instances of `type`; 0 when they are one contiguous run.
 double pass_seconds(const std::vector<std::pair<double, double>>& table, int count, MPI_Datatype type) {
   const std::int64_t bytes = bytes_of(count, type);
   if (table.empty() || bytes <= 0) return 0.0;
   const auto layout = type_layout(type);
   if (layout->dense() || (count == 1 && layout->blocks.size() == 1)) return 0.0;
-  return static_cast<double>(bytes) / bandwidth_at(table, static_cast<double>(bytes));
+  return static_cast<double>(bytes) / interpolate_log(table, static_cast<double>(bytes));
 }
 
 // The pass as this rank's simulated computation; the compute burst before it is closed first,

@@ -1,5 +1,7 @@
 #include "fpga_transport/link_models.hpp"
 
+#include "collectives/log_interpolation.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -40,20 +42,6 @@ Hockney Hockney::fit(const std::vector<std::pair<double, double>>& points) {
   }
   return h;
 }
-
-namespace {
-// A (bytes, bandwidth) table interpolated in log(bytes), flat beyond its ends.
-double interpolate_log(const std::vector<std::pair<double, double>>& table, double bytes) {
-  if (bytes <= table.front().first) return table.front().second;
-  if (bytes >= table.back().first) return table.back().second;
-  for (std::size_t i = 1; i < table.size(); ++i) {
-    const auto& [x1, y1] = table[i];
-    const auto& [x0, y0] = table[i - 1];
-    if (bytes <= x1) return y0 + std::log(bytes / x0) / std::log(x1 / x0) * (y1 - y0);
-  }
-  return table.back().second;
-}
-}  // namespace
 
 double MemoryModel::bandwidth_at(double bytes, bool streaming) const {
   if (streaming && !streaming_bandwidth_by_bytes.empty()) return interpolate_log(streaming_bandwidth_by_bytes, bytes);
