@@ -15,23 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call_)                                                    \
-    do {                                                                \
-        if ((call_) != MPI_SUCCESS) {                                   \
-            fprintf(stderr, "cold_message: %s failed\n", #call_);       \
-            MPI_Abort(MPI_COMM_WORLD, 1);                               \
-        }                                                               \
-    } while (0)
+#define PROBE_NAME "cold_message"
+#include "probe.h"
 
 #define REPS 9
 #define ARRAY ((size_t) 256 << 20)
 #define LARGEST ((size_t) 16 << 20)
-
-static int compare(const void *a, const void *b)
-{
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
 
 /* Seconds of one MPI_Sendrecv of `bytes` each way with the partner; the slowest rank's. */
 static double sendrecv(const char *send, char *recv, size_t bytes, int partner)
@@ -69,11 +58,9 @@ int main(int argc, char **argv)
             cold[r] = sendrecv(send + offset, recv + offset, bytes, 1 - rank);
             offset += bytes;
         }
-        qsort(hot, REPS, sizeof *hot, compare);
-        qsort(cold, REPS, sizeof *cold, compare);
+        const double hot_s = median(hot, REPS), cold_s = median(cold, REPS);
         if (rank == 0)
-            printf("%10zu %10.2f %10.2f %10.2f\n", bytes, 1e6 * hot[REPS / 2], 1e6 * cold[REPS / 2],
-                   cold[REPS / 2] / hot[REPS / 2]);
+            printf("%10zu %10.2f %10.2f %10.2f\n", bytes, 1e6 * hot_s, 1e6 * cold_s, cold_s / hot_s);
     }
     free(send);
     free(recv);

@@ -15,22 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call_)                                                    \
-    do {                                                                \
-        if ((call_) != MPI_SUCCESS) {                                   \
-            fprintf(stderr, "node_handoff: %s failed\n", #call_);       \
-            MPI_Abort(MPI_COMM_WORLD, 1);                               \
-        }                                                               \
-    } while (0)
+#define PROBE_NAME "node_handoff"
+#include "probe.h"
 
 #define REPS 9
 #define LARGEST (16 << 20)
-
-static int compare(const void *a, const void *b)
-{
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
 
 /* Seconds of copy in, barrier, copy out; the slowest rank's. */
 static double round_trip(char *out_to, const char *out_from, char *in_to, const char *in_from, size_t bytes)
@@ -86,11 +75,9 @@ int main(int argc, char **argv)
             }
             private[i] = round_trip(scratch, mine, received, scratch, bytes);
         }
-        qsort(handoff, REPS, sizeof(double), compare);
-        qsort(private, REPS, sizeof(double), compare);
+        const double handoff_s = median(handoff, REPS), private_s = median(private, REPS);
         if (rank == 0)
-            printf("%10zu %12.2f %12.2f %8.2f\n", bytes, handoff[REPS / 2] * 1e6, private[REPS / 2] * 1e6,
-                   handoff[REPS / 2] / private[REPS / 2]);
+            printf("%10zu %12.2f %12.2f %8.2f\n", bytes, handoff_s * 1e6, private_s * 1e6, handoff_s / private_s);
     }
     free(mine);
     free(received);

@@ -12,28 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call_)                                                    \
-    do {                                                                \
-        if ((call_) != MPI_SUCCESS) {                                   \
-            fprintf(stderr, "noncontiguous_message: %s failed\n", #call_); \
-            MPI_Abort(MPI_COMM_WORLD, 1);                               \
-        }                                                               \
-    } while (0)
+#define PROBE_NAME "noncontiguous_message"
+#include "probe.h"
 
 #define REPS 5
 #define LARGEST (64 << 20)
-
-static int compare(const void *a, const void *b)
-{
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *t)
-{
-    qsort(t, REPS, sizeof(double), compare);
-    return t[REPS / 2];
-}
 
 /* Median seconds of a Sendrecv of `bytes` with the partner, `vector` on the side chosen. */
 static double exchange(char *strided, char *send, char *recv, int bytes, MPI_Datatype vector,
@@ -50,7 +33,7 @@ static double exchange(char *strided, char *send, char *recv, int bytes, MPI_Dat
                            MPI_STATUS_IGNORE));
         t[i] = MPI_Wtime() - t0;
     }
-    return median(t);
+    return median(t, REPS);
 }
 
 /* Median seconds of MPI_Pack (unpack == 0) or MPI_Unpack of the vector. */
@@ -66,7 +49,7 @@ static double pack(char *strided, char *packed, int bytes, MPI_Datatype vector, 
             CHECK(MPI_Pack(strided, 1, vector, packed, bytes, &position, MPI_COMM_SELF));
         t[i] = MPI_Wtime() - t0;
     }
-    return median(t);
+    return median(t, REPS);
 }
 
 int main(int argc, char **argv)

@@ -30,13 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call_)                                                    \
-    do {                                                                \
-        if ((call_) != MPI_SUCCESS) {                                   \
-            fprintf(stderr, "pipelined_staging: %s failed\n", #call_);  \
-            MPI_Abort(MPI_COMM_WORLD, 1);                               \
-        }                                                               \
-    } while (0)
+#define PROBE_NAME "pipelined_staging"
+#include "probe.h"
 
 #define REPS 7
 #ifndef RING
@@ -62,12 +57,6 @@ typedef struct {
     const char *partner;   /* the partner's shared part */
     Counters *mine, *theirs;
 } Slab;
-
-static int compare(const void *a, const void *b)
-{
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
 
 /* dst and src 16-byte aligned, bytes a multiple of 64; the caller fences. */
 static void stream_copy(char *dst, const char *src, size_t bytes)
@@ -248,13 +237,10 @@ int main(int argc, char **argv)
     if (s.rank == 0) {
         printf("pipelined_staging: %zu^3 x %d B, 2 ranks, pieces of %zu B, ring %d x %d KiB; ms, median of %d, slowest rank\n",
                s.n, ELEMENT, s.piece, RING, SLOT >> 10, REPS);
-        qsort(times[MEMCPY], REPS, sizeof(double), compare);
-        const double floor = times[MEMCPY][REPS / 2];
+        const double floor = median(times[MEMCPY], REPS);
         for (int m = 0; m < METHODS; m++) {
-            if (m != MEMCPY)
-                qsort(times[m], REPS, sizeof(double), compare);
-            printf("%10s %10.2f ms  %5.2f memcpy floors\n", names[m], times[m][REPS / 2] * 1e3,
-                   times[m][REPS / 2] / floor);
+            const double t = median(times[m], REPS);  /* the floor's own again: already sorted */
+            printf("%10s %10.2f ms  %5.2f memcpy floors\n", names[m], t * 1e3, t / floor);
         }
     }
     free(s.in);

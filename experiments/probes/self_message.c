@@ -12,13 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call_)                                                    \
-    do {                                                                \
-        if ((call_) != MPI_SUCCESS) {                                   \
-            fprintf(stderr, "self_message: %s failed\n", #call_);       \
-            MPI_Abort(MPI_COMM_WORLD, 1);                               \
-        }                                                               \
-    } while (0)
+#define PROBE_NAME "self_message"
+#include "probe.h"
 
 static double self_message(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                            int rcount, MPI_Datatype rtype, int rank)

@@ -21,29 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call_)                                                  \
-    do {                                                              \
-        if ((call_) != MPI_SUCCESS) {                                 \
-            fprintf(stderr, "slab_exchange: %s failed\n", #call_);    \
-            MPI_Abort(MPI_COMM_WORLD, 1);                             \
-        }                                                             \
-    } while (0)
+#define PROBE_NAME "slab_exchange"
+#include "probe.h"
 
 #define REPS 7
 #define SCRATCH ((size_t) 64 << 20)
 #define ELEMENT 16
-
-static int compare(const void *a, const void *b)
-{
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *t)
-{
-    qsort(t, REPS, sizeof(double), compare);
-    return t[REPS / 2];
-}
 
 static void *checked_malloc(size_t bytes)
 {
@@ -138,7 +121,8 @@ int main(int argc, char **argv)
             char shape[32];
             snprintf(shape, sizeof shape, "%dx%dx%d", n0, n1, n2);
             printf("%-14s %7zu KiB %7.0f us %7.0f us %7.0f us %7.0f us %7.0f us\n", shape, bytes >> 10,
-                   median(t[0]) * 1e6, median(t[1]) * 1e6, median(t[2]) * 1e6, median(t[3]) * 1e6, median(t[4]) * 1e6);
+                   median(t[0], REPS) * 1e6, median(t[1], REPS) * 1e6, median(t[2], REPS) * 1e6,
+                   median(t[3], REPS) * 1e6, median(t[4], REPS) * 1e6);
         }
         CHECK(MPI_Type_free(&send));
         CHECK(MPI_Type_free(&element));

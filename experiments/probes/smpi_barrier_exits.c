@@ -15,13 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(call_)                                                    \
-    do {                                                                \
-        if ((call_) != MPI_SUCCESS) {                                   \
-            fprintf(stderr, "smpi_barrier_exits: %s failed\n", #call_); \
-            MPI_Abort(MPI_COMM_WORLD, 1);                               \
-        }                                                               \
-    } while (0)
+#define PROBE_NAME "smpi_barrier_exits"
+#include "probe.h"
 
 int main(int argc, char** argv) {
     CHECK(MPI_Init(&argc, &argv));

@@ -17,19 +17,14 @@
 #include <string.h>
 #include <ucp/api/ucp.h>
 
-#define CHECK(call_)                                                    \
-    do {                                                                \
-        if ((call_) != MPI_SUCCESS) {                                   \
-            fprintf(stderr, "zero_copy_get: %s failed\n", #call_);      \
-            MPI_Abort(MPI_COMM_WORLD, 1);                               \
-        }                                                               \
-    } while (0)
+#define PROBE_NAME "zero_copy_get"
+#include "probe.h"
 
 #define CHECK_UCX(call_)                                                \
     do {                                                                \
         ucs_status_t status_ = (call_);                                 \
         if (status_ != UCS_OK) {                                        \
-            fprintf(stderr, "zero_copy_get: %s: %s\n", #call_,          \
+            fprintf(stderr, PROBE_NAME ": %s: %s\n", #call_,            \
                     ucs_status_string(status_));                        \
             MPI_Abort(MPI_COMM_WORLD, 1);                               \
         }                                                               \
@@ -38,12 +33,6 @@
 #define REPS 9
 #define LARGEST (16 << 20)
 #define MAX_GET (1 << 20)
-
-static int compare(const void *a, const void *b)
-{
-    const double x = *(const double *) a, y = *(const double *) b;
-    return x < y ? -1 : x > y;
-}
 
 static double slowest(double t)
 {
@@ -169,10 +158,8 @@ int main(int argc, char **argv)
             memcpy(recv, send, bytes);
             c[r] = slowest(MPI_Wtime() - t);
         }
-        qsort(g, REPS, sizeof *g, compare);
-        qsort(m, REPS, sizeof *m, compare);
-        qsort(c, REPS, sizeof *c, compare);
-        const double get_us = 1e6 * g[REPS / 2], msg_us = 1e6 * m[REPS / 2], copy_us = 1e6 * c[REPS / 2];
+        const double get_us = 1e6 * median(g, REPS), msg_us = 1e6 * median(m, REPS),
+                     copy_us = 1e6 * median(c, REPS);
         if (rank == 0)
             printf("%10zu %12.2f %12.2f %12.2f %8.2f %8.2f\n", bytes, get_us, msg_us, copy_us, get_us / msg_us,
                    get_us / copy_us);

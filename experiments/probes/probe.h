@@ -1,0 +1,46 @@
+/* What every probe in experiments/probes shares. The probes are standalone MPI C programs, run by
+ * hand and built by no target (each one's header comment gives its compile and run commands), so
+ * each stays a single .c file; this header holds what they all repeated. It is found next to the
+ * probe (#include "probe.h" needs no -I), so those commands work unchanged. A probe #defines
+ * PROBE_NAME, the name its messages start with, before it includes this header:
+ *   CHECK(call)    an MPI call that must return MPI_SUCCESS: otherwise "<PROBE_NAME>: <call> failed"
+ *                  on stderr and MPI_Abort(MPI_COMM_WORLD, 1);
+ *   compare        qsort's ascending order of doubles;
+ *   median(t, n)   sorts t[0] to t[n - 1] in place and returns t[n / 2]: the median for the odd
+ *                  repetition counts the probes use.
+ * The functions are static inline, so a probe that does not use one gets no unused-function
+ * warning: ctest probes.compile (and probes.compile.smpi for smpi_*.c) compiles every probe with
+ * -Wall -Wextra -Werror, so that none of them rots (tests/CMakeLists.txt).
+ */
+#ifndef TB_PROBES_PROBE_H
+#define TB_PROBES_PROBE_H
+
+#ifndef PROBE_NAME
+#error "#define PROBE_NAME \"<the probe's name>\" before #include \"probe.h\""
+#endif
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHECK(call_)                                                    \
+    do {                                                                \
+        if ((call_) != MPI_SUCCESS) {                                   \
+            fprintf(stderr, PROBE_NAME ": %s failed\n", #call_);        \
+            MPI_Abort(MPI_COMM_WORLD, 1);                               \
+        }                                                               \
+    } while (0)
+
+static inline int compare(const void *a, const void *b)
+{
+    const double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+static inline double median(double *t, int n)
+{
+    qsort(t, (size_t) n, sizeof *t, compare);
+    return t[n / 2];
+}
+
+#endif /* TB_PROBES_PROBE_H */
