@@ -56,6 +56,8 @@ SAME_MESSAGES = [{"scattered", "pairwise"}]
 NODE_LAYOUTS = {"intra": ("one node", "comm_size=node_comm_size"),
                 "cliques": ("one rank per node", "comm_size=any")}
 EXPERIMENTS = ("mpich_algorithms", "mpich_selection", "mpich_slab", "mpich_pack")
+# csel.c reads a "total_msg_size<=B" bound with atoi into an int.
+CSEL_MAX_BOUND = 2**31 - 1
 
 
 def load(store):
@@ -145,7 +147,12 @@ def size_bands(per_layout, candidates, ranks):
     for i, (size, algorithm) in enumerate(choice):
         last = i + 1 == len(choice) or choice[i + 1][1] != algorithm
         if last:
-            bands.append((size * ranks if i + 1 < len(choice) else None, algorithm))
+            bound = size * ranks if i + 1 < len(choice) else None
+            if bound is not None and bound > CSEL_MAX_BOUND:
+                raise ValueError(f"a total_msg_size bound of {bound} B ({size} B per peer x {ranks} ranks) is more "
+                                 f"than MPICH's selection parses (a C int, {CSEL_MAX_BOUND}); measure smaller sizes "
+                                 f"at {ranks} ranks")
+            bands.append((bound, algorithm))
     return bands
 
 
@@ -197,25 +204,32 @@ def decide_by_ranks(rows, uniform=False):
     return {ranks: decide(size_times(group), ranks, uniform) for ranks, group in groups.items()}
 
 
-def node_layout_tree(decisions):
-    """The subtree of one measured rank count: its node layouts, MPICH's own choice (scattered)
-    for a layout not measured."""
-    measured = {}
+def node_layout_tree(decisions, kept=None):
+    """The subtree of one measured rank count: its node layouts, in NODE_LAYOUTS' order (one node
+    is tested first). A layout not measured keeps `kept`'s (the same rank count's subtree in an
+    earlier file), else MPICH's own choice (scattered)."""
+    kept = kept or {}
+    tree = {}
     for mode, (_, test) in NODE_LAYOUTS.items():
         if mode in decisions:
-            measured[test] = band_tree(decisions[mode]["bands"])
-    if "comm_size=any" not in measured:
-        measured["comm_size=any"] = {f"algorithm={CSEL_NAMES['scattered']}": {}}
-    return measured
+            tree[test] = band_tree(decisions[mode]["bands"])
+        elif test in kept:
+            tree[test] = kept[test]
+    tree.setdefault("comm_size=any", {f"algorithm={CSEL_NAMES['scattered']}": {}})
+    return tree
 
 
 def selection_tree(by_ranks, kept=None):
     """The alltoallw intra, out-of-place subtree: one "comm_size<=N" branch per measured rank
     count N, ascending, so that N's measurements decide for the communicator sizes above the next
     smaller measured count up to N; MPICH's own choice (scattered) above the largest. `kept`: the
-    branches of an earlier file (previous_branches), kept for rank counts not measured now."""
-    branches = {ranks: node_layout_tree(d) for ranks, d in by_ranks.items()}
-    for ranks, subtree in (kept or {}).items():
+    branches of an earlier file (previous_branches), kept for rank counts, and for node layouts of
+    a rank count, not measured now.
+    A branch's total_msg_size bounds are N times the bytes per peer where the winner changed, so
+    a smaller communicator in that branch (n ranks) switches at N/n times those bytes per peer."""
+    kept = kept or {}
+    branches = {ranks: node_layout_tree(d, kept.get(ranks)) for ranks, d in by_ranks.items()}
+    for ranks, subtree in kept.items():
         branches.setdefault(ranks, subtree)
     tree = {f"comm_size<={ranks}": branches[ranks] for ranks in sorted(branches)}
     tree["comm_size=any"] = {f"algorithm={CSEL_NAMES['scattered']}": {}}
@@ -365,8 +379,9 @@ def main(argv=None):
     parser.add_argument("--selection-json", help="write the selection JSON here (needs --generic)")
     parser.add_argument("--generic", help="MPICH's maint/tuning/coll/mpir/generic.json of the patched tree")
     parser.add_argument("--merge", metavar="FILE",
-                        help="keep FILE's (an earlier selection JSON's) branches for rank counts this store does not "
-                             "measure, e.g. 2 ranks measured here and 16 on a bigger host")
+                        help="keep FILE's (an earlier selection JSON's) branches for rank counts, and node layouts of a "
+                             "rank count, this store does not measure, e.g. 2 ranks measured here and 16 on a "
+                             "bigger host")
     parser.add_argument("--uniform", action="store_true",
                         help="size thresholds among all algorithms (only for calls where every rank sends the same total)")
     args = parser.parse_args(argv)
@@ -385,9 +400,11 @@ def main(argv=None):
                 with open(args.merge) as f:
                     kept = previous_branches(json.load(f), args.merge)
             tree = selection_json(generic, by_ranks, kept)
-            with open(args.selection_json, "w") as f:
+            partial = args.selection_json + ".partial"  # then renamed: never a half-written file
+            with open(partial, "w") as f:
                 json.dump(tree, f, indent=2)
                 f.write("\n")
+            os.replace(partial, args.selection_json)
             print(f"mpich_algorithms.py: wrote {args.selection_json}", file=sys.stderr)
     except (OSError, ValueError) as e:
         print(f"mpich_algorithms.py: error: {e}", file=sys.stderr)

@@ -211,16 +211,28 @@ class CommandLine(unittest.TestCase):
         merged = ma.selection_json(GENERIC, four, kept)["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"]
         self.assertEqual(list(merged), ["comm_size<=2", "comm_size<=4", "comm_size<=16", "comm_size=any"])
         self.assertEqual(merged["comm_size<=16"], out["comm_size<=16"])
-        # a rank count measured again replaces the earlier file's branch
-        again = ma.selection_json(GENERIC, ma.decide_by_ranks(sixteen[:0] + [dict(r, ranks=2) for r in sixteen]), kept)
-        self.assertEqual(again["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"]["comm_size<=2"],
-                         out["comm_size<=16"])
+        self.assertEqual(four[4]["cliques"]["bands"][0], (4 * 64, "scattered"))  # 64 B per peer x 4 ranks
+        # a rank count measured again replaces the earlier file's branch for the node layouts it
+        # measured (here one node) and keeps the others (one rank per node)
+        again = ma.selection_json(GENERIC, ma.decide_by_ranks([dict(r, ranks=2) for r in sixteen]), kept)
+        two_ranks = again["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"]["comm_size<=2"]
+        self.assertEqual(two_ranks["comm_size=node_comm_size"], out["comm_size<=16"]["comm_size=node_comm_size"])
+        self.assertEqual(two_ranks["comm_size=any"], out["comm_size<=2"]["comm_size=any"])
+        self.assertEqual(list(two_ranks), ["comm_size=node_comm_size", "comm_size=any"])
         with self.assertRaisesRegex(ValueError, "x.json has no alltoallw intra branch"):
             ma.previous_branches({"collective=bcast": {}}, "x.json")
         text = "\n".join(ma.report(two + sixteen, by_ranks))
         self.assertIn("- 16 ranks, intra (one node): base pack_alltoallv", text)
         self.assertIn("### contiguous, intra, 16 ranks", text)
         self.assertIn("### contiguous, intra, 2 ranks", text)
+
+    def test_a_bound_beyond_what_mpich_parses_is_an_error(self):
+        rows = [forced("cliques", a, s, t, "contiguous") for s, a, t in
+                ((1 << 23, "scattered", 1.0), (1 << 23, "pairwise", 2.0), (1 << 24, "scattered", 2.0),
+                 (1 << 24, "pairwise", 1.0))]
+        self.assertEqual(ma.decide(ma.size_times(rows), 16)["cliques"]["bands"][0], ((1 << 23) * 16, "scattered"))
+        with self.assertRaisesRegex(ValueError, "more than MPICH's selection parses"):
+            ma.decide(ma.size_times(rows), 256)
 
     def test_selection_json_needs_the_generic_tree(self):
         with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):

@@ -54,19 +54,21 @@ done
 generic="$(dirname "$(cat build/mpich-patched/tb-mpich-prefix)")/src/maint/tuning/coll/mpir/generic.json"
 [ -f "$generic" ] || { echo "$0: no $generic (the patched MPICH's source tree, mpich/build.sh --tree)" >&2; exit 1; }
 failed=0  # a failed point is reported and the campaign goes on; the exit status says so at the end
-run() { /usr/bin/python3 experiments/run.py "experiments/definitions/$1.json" --mpi "$2" --mode "$3" --store "$store" "${ranks[@]}" "${@:4}" || failed=1; }
+run() { /usr/bin/python3 experiments/run.py "experiments/definitions/$1.json" --mpi "$2" --mode "$3" --store "$store" "${@:4}" || failed=1; }
 
 for mode in $modes; do
-  for mpi in mpich-patched mpich; do run mpich_algorithms "$mpi" "$mode" --args "$args"; done
+  for mpi in mpich-patched mpich; do run mpich_algorithms "$mpi" "$mode" "${ranks[@]}" --args "$args"; done
 done
-kept=()
-[ $merge -eq 0 ] || [ ! -f "$selection" ] || { kept=(--merge "$selection.previous"); cp "$selection" "$selection.previous"; }
+kept=()  # the file is read whole before the new one replaces it (written aside, then renamed)
+[ $merge -eq 0 ] || [ ! -f "$selection" ] || kept=(--merge "$selection")
 /usr/bin/python3 analysis/mpich_algorithms.py "$store" --selection-json "$selection" --generic "$generic" "${kept[@]}" >/dev/null
-rm -f "$selection.previous"
-selection_env=$(/usr/bin/python3 -c 'import json, os, sys; a = json.loads(sys.argv[1]); a["env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = os.path.abspath(sys.argv[2]); print(json.dumps(a))' "$args" "$selection")
-for mode in $modes; do run mpich_selection mpich-patched "$mode" --args "$selection_env"; done
+# The points with the file carry a hash of its contents: a changed file is measured again, where
+# its path alone would let the store's rows of the old file stand.
+selection_env=$(/usr/bin/python3 -c 'import hashlib, json, os, sys; a = json.loads(sys.argv[1]); p = os.path.abspath(sys.argv[2]); a["env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = p; a["env:TB_SELECTION_FILE_SHA256"] = hashlib.sha256(open(p, "rb").read()).hexdigest()[:16]; print(json.dumps(a))' "$args" "$selection")
+for mode in $modes; do run mpich_selection mpich-patched "$mode" "${ranks[@]}" --args "$selection_env"; done
 if [ $slab -eq 1 ]; then
-  for mpi in mpich-patched mpich; do run mpich_slab "$mpi" intra; done
+  for mpi in mpich-patched mpich; do run mpich_slab "$mpi" intra "${ranks[@]}"; done
+  # tb-bench-pack is one process whatever -n says: its points run as they are
   for mpi in mpich-patched mpich; do run mpich_pack "$mpi" intra; done
 fi
 /usr/bin/python3 analysis/mpich_algorithms.py "$store"

@@ -146,16 +146,20 @@ def expand(definition, overrides=None, rank_counts=None):
         for ranks in definition.get("ranks", [default_ranks]):
             for values in itertools.product(*(matrix[k] for k in keys)):
                 points.append({**base, "ranks": ranks, **dict(zip(keys, values)), **overrides})
+    if rank_counts is not None:
+        if default_ranks == 1:
+            raise ValueError(f"{definition['name']}: {definition['tool']} is not an MPI program; --ranks does not apply")
+        own = sorted({p["ranks"] for p in points})
+        if len(own) > 1:  # weak scaling: each point's sizes belong to its rank count
+            raise ValueError(f"{definition['name']}: its points are at several rank counts ({own}); --ranks "
+                             "applies to definitions whose points share one")
+        points = [{**p, "ranks": n} for n in rank_counts for p in points]
     for p in points:
         if not isinstance(p["ranks"], int) or isinstance(p["ranks"], bool) or p["ranks"] < 1:
             raise ValueError(f"{definition['name']}: ranks must be positive integers, got {p['ranks']!r}")
         if default_ranks == 1 and p["ranks"] != 1:
             raise ValueError(f"{definition['name']}: {definition['tool']} is not an MPI program; its points run "
                              f"as one process, not {p['ranks']} ranks")
-    if rank_counts is not None:
-        if default_ranks == 1:
-            raise ValueError(f"{definition['name']}: {definition['tool']} is not an MPI program; --ranks does not apply")
-        points = [{**p, "ranks": n} for n in rank_counts for p in points]
     unique = []
     for p in points:  # an override can make points equal: run each once
         if p not in unique:
@@ -376,6 +380,8 @@ def benchmark_rows(doc):
 
 def write_slurm(definition_path, definition, options):
     points = for_mpi(expand(definition, options.args, options.ranks), options.mpi)
+    if not points:
+        raise ValueError(f"{definition['name']}: no point runs with --mpi {options.mpi}")
     most = max(p["ranks"] for p in points)
     extra = f" --args {shlex.quote(json.dumps(options.args))}" if options.args else ""
     if options.ranks:
@@ -428,7 +434,8 @@ def main(argv=None):
                         help='options set in every point, over the definition\'s, e.g. \'{"-m": "1:64"}\'')
     parser.add_argument("--ranks", type=rank_list, metavar="N[,N...]",
                         help="run every point at each of these rank counts instead of the definition's "
-                             "(e.g. a 2-rank definition on a bigger host)")
+                             "(e.g. a 2-rank definition on a bigger host); only for definitions whose points "
+                             "share one rank count")
     parser.add_argument("--cliques", type=int, help="cliques mode: number of cliques (default: one per rank)")
     parser.add_argument("--hosts", type=int, default=2, help="netns mode: emulated hosts (experiments/netns.sh up K)")
     parser.add_argument("--rate", default="2gbit", help="netns mode: tbf rate of every link (tc syntax, e.g. 2gbit)")
@@ -464,7 +471,11 @@ def main(argv=None):
         print(f"run.py: {e}", file=sys.stderr)
         return 2
     if options.mode == "cluster" and options.slurm:
-        write_slurm(options.definition, definition, options)
+        try:
+            write_slurm(options.definition, definition, options)
+        except ValueError as e:
+            print(f"run.py: {e}", file=sys.stderr)
+            return 2
         return 0
     if options.mode == "cluster" and not options.hostfile:
         parser.error("cluster mode needs --hostfile (or --slurm to write a batch script)")

@@ -339,6 +339,9 @@ J""")
         self.assertEqual(run.expand(d, None, [2]), run.expand(d))
         with self.assertRaisesRegex(ValueError, "--ranks does not apply"):
             run.expand({"name": "t", "tool": "tb-model"}, None, [2])
+        with self.assertRaisesRegex(ValueError, "several rank counts"):
+            run.expand({"name": "w", "tool": "tb-bench", "points": [{"ranks": 2, "-m": "1:4"}, {"ranks": 4, "-m": "1:8"}]},
+                       None, [16])
         for bad in ("0", "2,2", "two", "4,"):
             with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
                 run.rank_list(bad)

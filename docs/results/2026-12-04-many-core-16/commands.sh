@@ -88,3 +88,19 @@ log "done; load $(cat /proc/loadavg)"
 
 # run 4 (the device): mpich/bench.sh at 16 ranks
 TB_BENCH_OUT=/tmp/b16 TB_BENCH_ROUNDS=3 TB_BENCH_PASSES=3 TB_BENCH_SIZES=64:1M TB_BENCH_MIN_TIME=0.005 mpich/bench.sh 16
+
+# run 5 (the device): the campaign's points at 16 and 4 ranks (mpich-campaign-4-16-first.jsonl.gz)
+for n in 16 4; do for mpi in mpich-patched mpich; do
+  python3 experiments/run.py experiments/definitions/mpich_algorithms.json --mpi $mpi --mode intra \
+    --ranks $n --store $R/store.jsonl --args '{"-m": "1:1M", "--benchmark_min_time": "0.01"}' --timeout 120
+done; done
+# run 6 (the device): the same at 8, 16 and 4 ranks (mpich-campaign-4-8-16.jsonl.gz)
+for n in 8 16 4; do for mpi in mpich-patched mpich; do
+  python3 experiments/run.py experiments/definitions/mpich_algorithms.json --mpi $mpi --mode intra \
+    --ranks $n --store $R/store-$n.jsonl --args '{"-m": "1:1M", "--benchmark_min_time": "0.01"}' --timeout 60
+done; done
+# here: the selection file (generic.json from the patched MPICH's source tree)
+cp mpich/tuning/alltoallw.json /tmp/shipped-before.json
+zcat docs/results/2026-12-04-many-core-16/mpich-campaign-4-8-16.jsonl.gz > /tmp/c9all.jsonl
+/usr/bin/python3 analysis/mpich_algorithms.py /tmp/c9all.jsonl --selection-json mpich/tuning/alltoallw.json \
+  --generic /var/cache/tb-mpich/d59eed5fd992e81a/src/maint/tuning/coll/mpir/generic.json --merge /tmp/shipped-before.json
