@@ -76,6 +76,16 @@ def redistribute_algorithm(row):
     return method[len("alltoallw:"):].split(" (")[0]
 
 
+def forced_selection(point):
+    """What a point made the patched MPICH select: the algorithm it forced
+    (MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM), "json" for a selection file, None for MPICH's own."""
+    point = point if isinstance(point, dict) else {}
+    forced = point.get("env:MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM")
+    if forced:
+        return forced
+    return "json" if point.get("env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE") else None
+
+
 def series(row):
     """The variant a result row measured (see the module's docstring)."""
     algorithm = redistribute_algorithm(row) if row.get("tool") == "tb-redistribute" else row["algorithm"]
@@ -85,12 +95,7 @@ def series(row):
         return f"{'debian:' if debian else ''}pmpi:{algorithm}"
     if debian:
         return "debian:native"
-    forced = point.get("env:MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM")
-    if forced:
-        return f"mpich:{forced}"
-    if point.get("env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"):
-        return "mpich:json"
-    return "mpich:default"
+    return f"mpich:{forced_selection(point) or 'default'}"
 
 
 def size_times(rows):

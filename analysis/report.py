@@ -69,11 +69,8 @@ def redistribution_frame(df):
 def selection_suffix(point):
     """" [mpich: node_leader]" for a point that forced an in-MPICH algorithm, " [mpich: json]" for
     one that gave a selection file, "" otherwise."""
-    point = point if isinstance(point, dict) else {}
-    forced = point.get("env:MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM")
-    if forced:
-        return f" [mpich: {forced}]"
-    return " [mpich: json]" if point.get("env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE") else ""
+    forced = mpich_algorithms.forced_selection(point)
+    return f" [mpich: {forced}]" if forced else ""
 
 
 def floor_bars(g, title, path):
