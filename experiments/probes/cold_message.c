@@ -44,7 +44,7 @@ int main(int argc, char **argv)
         if (rank == 0) fprintf(stderr, "cold_message: run on 2 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    char *send = malloc(ARRAY), *recv = malloc(ARRAY);
+    char *send = checked_malloc(ARRAY), *recv = checked_malloc(ARRAY);
     if (!send || !recv) MPI_Abort(MPI_COMM_WORLD, 1);
     memset(send, 1, ARRAY);
     memset(recv, 0, ARRAY);

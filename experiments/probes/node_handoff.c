@@ -55,7 +55,7 @@ int main(int argc, char **argv)
     MPI_Aint partner_size;
     int unit;
     CHECK(MPI_Win_shared_query(win, 1 - rank, &partner_size, &unit, &partner));
-    char *mine = malloc(LARGEST), *received = malloc(LARGEST), *scratch = malloc(LARGEST);
+    char *mine = checked_malloc(LARGEST), *received = checked_malloc(LARGEST), *scratch = checked_malloc(LARGEST);
     if (!mine || !received || !scratch)
         MPI_Abort(MPI_COMM_WORLD, 1);
     memset(mine, rank + 1, LARGEST);

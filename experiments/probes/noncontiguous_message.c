@@ -64,7 +64,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "noncontiguous_message: run on 2 ranks, not %d\n", size);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    char *strided = malloc(2 * (size_t) LARGEST), *send = malloc(LARGEST), *recv = malloc(LARGEST);
+    char *strided = checked_malloc(2 * (size_t) LARGEST), *send = checked_malloc(LARGEST), *recv = checked_malloc(LARGEST);
     if (!strided || !send || !recv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     memset(strided, 1, 2 * (size_t) LARGEST);

@@ -5,6 +5,8 @@
  * PROBE_NAME, the name its messages start with, before it includes this header:
  *   CHECK(call)    an MPI call that must return MPI_SUCCESS: otherwise "<PROBE_NAME>: <call> failed"
  *                  on stderr and MPI_Abort(MPI_COMM_WORLD, 1);
+ *   checked_malloc(bytes)  malloc that never returns NULL: "<PROBE_NAME>: out of memory" on stderr
+ *                  and MPI_Abort(MPI_COMM_WORLD, 1) instead;
  *   compare        qsort's ascending order of doubles;
  *   median(t, n)   sorts t[0] to t[n - 1] in place and returns t[n / 2]: the median for the odd
  *                  repetition counts the probes use.
@@ -30,6 +32,16 @@
             MPI_Abort(MPI_COMM_WORLD, 1);                               \
         }                                                               \
     } while (0)
+
+static inline void *checked_malloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, PROBE_NAME ": out of memory (%zu bytes)\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return p;
+}
 
 static inline int compare(const void *a, const void *b)
 {

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
         printf("%d ranks; us per message (fastest): bytes, contiguous, vector->contiguous, "
                "vector->vector, memcpy, MPI_Pack(vector)\n", size);
     for (int total = 65536; total <= (4 << 20); total *= 4) {
-        char *a = malloc(2 * (size_t) total), *b = malloc(2 * (size_t) total);
+        char *a = checked_malloc(2 * (size_t) total), *b = checked_malloc(2 * (size_t) total);
         if (!a || !b)
             MPI_Abort(MPI_COMM_WORLD, 1);
         memset(a, 1, 2 * (size_t) total);

@@ -28,13 +28,10 @@
 #define SCRATCH ((size_t) 64 << 20)
 #define ELEMENT 16
 
-static void *checked_malloc(size_t bytes)
+/* An array whose pages are touched: allocated memory, not the zero page. */
+static void *touched_malloc(size_t bytes)
 {
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "slab_exchange: out of memory (%zu bytes)\n", bytes);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    void *p = checked_malloc(bytes);
     memset(p, 1, bytes);
     return p;
 }
@@ -63,7 +60,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const int partner = 1 - rank;
-    char *scratch = checked_malloc(SCRATCH);
+    char *scratch = touched_malloc(SCRATCH);
     if (rank == 0)
         printf("%-14s %10s %10s %10s %10s %10s %10s\n", "shape", "per peer", "subarray", "packed", "pack", "hot",
                "sub-hot");
@@ -75,7 +72,7 @@ int main(int argc, char **argv)
         }
         const size_t local = (size_t) n0 / 2 * n1 * n2 * ELEMENT, bytes = local / 2;
         const size_t block = (size_t) n2 / 2 * ELEMENT, blocks = (size_t) n0 / 2 * n1;
-        char *in = checked_malloc(local), *out = checked_malloc(local), *packed = checked_malloc(bytes);
+        char *in = touched_malloc(local), *out = touched_malloc(local), *packed = touched_malloc(bytes);
         int sizes[3] = {n0 / 2, n1, n2}, sub[3] = {n0 / 2, n1, n2 / 2}, starts[3] = {0, 0, partner * n2 / 2};
         MPI_Datatype element, send;
         const char *kind = getenv("SLAB_ELEMENT");

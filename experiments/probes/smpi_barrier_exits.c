@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     int rank, size;
     CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    double* exits = rank == 0 ? malloc(sizeof(double) * (size_t)size) : NULL;
+    double* exits = rank == 0 ? checked_malloc(sizeof(double) * (size_t)size) : NULL;
     if (rank == 0 && !exits) {
         fprintf(stderr, "smpi_barrier_exits: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);

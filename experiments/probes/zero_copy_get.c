@@ -67,7 +67,7 @@ static void start(struct ucx *u, int partner, char *send, char *recv, size_t byt
     CHECK_UCX(ucp_worker_get_address(u->worker, &address, &length));
     CHECK(MPI_Sendrecv(&length, sizeof length, MPI_BYTE, partner, 0, &peer_length, sizeof peer_length, MPI_BYTE,
                        partner, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    char *peer_address = malloc(peer_length);
+    char *peer_address = checked_malloc(peer_length);
     CHECK(MPI_Sendrecv(address, (int) length, MPI_BYTE, partner, 0, peer_address, (int) peer_length, MPI_BYTE,
                        partner, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     ucp_worker_release_address(u->worker, address);
@@ -86,7 +86,7 @@ static void start(struct ucx *u, int partner, char *send, char *recv, size_t byt
     CHECK_UCX(ucp_rkey_pack(u->context, u->remote_memh, &packed, &packed_size));
     CHECK(MPI_Sendrecv(&packed_size, sizeof packed_size, MPI_BYTE, partner, 1, &peer_size, sizeof peer_size,
                        MPI_BYTE, partner, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    char *peer_rkey = malloc(peer_size);
+    char *peer_rkey = checked_malloc(peer_size);
     CHECK(MPI_Sendrecv(packed, (int) packed_size, MPI_BYTE, partner, 1, peer_rkey, (int) peer_size, MPI_BYTE,
                        partner, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     ucp_rkey_buffer_release(packed);
