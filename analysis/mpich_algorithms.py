@@ -5,7 +5,9 @@ experiments/mpich_algorithms.sh (experiments mpich_algorithms, mpich_selection, 
 
     analysis/mpich_algorithms.py STORE                       # the tables (markdown) on stdout
     analysis/mpich_algorithms.py STORE --selection-json mpich/tuning/alltoallw.json \\
-        --generic <MPICH tree>/maint/tuning/coll/mpir/generic.json
+        --generic <MPICH tree>/maint/tuning/coll/mpir/generic.json [--point-args JSON]
+                                                             # --point-args: print the arguments of
+                                                             # the points that measure that file
 
 Series names, one per measured variant:
   debian:native        MPI_Alltoallw of Debian's MPICH (its own selection: scattered)
@@ -34,6 +36,7 @@ allows size thresholds among all algorithms.
 """
 import argparse
 import copy
+import hashlib
 import json
 import math
 import os
@@ -84,6 +87,19 @@ def forced_selection(point):
     if forced:
         return forced
     return "json" if point.get("env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE") else None
+
+
+def selection_point_args(args, path):
+    """experiments/run.py's --args JSON `args` for points that measure the selection file at `path`:
+    the file by its absolute path, and a hash of its contents, so that a rewritten file is measured
+    again where its path alone would let a store's rows of the old file stand."""
+    point = dict(json.loads(args))
+    path = os.path.abspath(path)
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    point["env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = path
+    point["env:TB_SELECTION_FILE_SHA256"] = digest
+    return point
 
 
 def series(row):
@@ -387,11 +403,16 @@ def main(argv=None):
                         help="keep FILE's (an earlier selection JSON's) branches for rank counts, and node layouts of a "
                              "rank count, this store does not measure, e.g. 2 ranks measured here and 16 on a "
                              "bigger host")
+    parser.add_argument("--point-args", metavar="JSON",
+                        help="with --selection-json: print, instead of the tables, JSON (experiments/run.py's --args) "
+                             "with the written file and a hash of its contents added, for the points that measure it")
     parser.add_argument("--uniform", action="store_true",
                         help="size thresholds among all algorithms (only for calls where every rank sends the same total)")
     args = parser.parse_args(argv)
     if args.selection_json and not args.generic:
         parser.error("--selection-json needs --generic")
+    if args.point_args and not args.selection_json:
+        parser.error("--point-args needs --selection-json")
     try:
         rows = load(args.store)
         by_ranks = decide_by_ranks(rows, args.uniform) if by_rank_count(rows) else None
@@ -411,6 +432,9 @@ def main(argv=None):
                 f.write("\n")
             os.replace(partial, args.selection_json)
             print(f"mpich_algorithms.py: wrote {args.selection_json}", file=sys.stderr)
+            if args.point_args:
+                print(json.dumps(selection_point_args(args.point_args, args.selection_json)))
+                return 0
     except (OSError, ValueError) as e:
         print(f"mpich_algorithms.py: error: {e}", file=sys.stderr)
         return 2

@@ -234,6 +234,29 @@ class CommandLine(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "more than MPICH's selection parses"):
             ma.decide(ma.size_times(rows), 256)
 
+    def test_point_args_name_the_written_file_and_change_with_its_contents(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "s.jsonl")
+            with open(store, "w") as f:
+                f.writelines(json.dumps(r) + "\n" for r in campaign())
+            generic = os.path.join(tmp, "generic.json")
+            with open(generic, "w") as f:
+                json.dump(GENERIC, f)
+            out = os.path.join(tmp, "sel.json")
+            stdout = io.StringIO()
+            with redirect_stdout(stdout), redirect_stderr(io.StringIO()):
+                status = ma.main([store, "--selection-json", out, "--generic", generic, "--point-args", '{"-m": "1:64"}'])
+            self.assertEqual(status, 0)
+            point = json.loads(stdout.getvalue())  # the JSON alone: no tables
+            self.assertEqual(point["-m"], "1:64")
+            self.assertEqual(point["env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"], os.path.abspath(out))
+            with open(out, "a") as f:
+                f.write(" ")
+            self.assertNotEqual(ma.selection_point_args("{}", out)["env:TB_SELECTION_FILE_SHA256"],
+                                point["env:TB_SELECTION_FILE_SHA256"])
+        with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            ma.main(["s.jsonl", "--point-args", "{}"])
+
     def test_selection_json_needs_the_generic_tree(self):
         with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
             ma.main(["s.jsonl", "--selection-json", "x.json"])

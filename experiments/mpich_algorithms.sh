@@ -61,10 +61,10 @@ for mode in $modes; do
 done
 kept=()  # the file is read whole before the new one replaces it (written aside, then renamed)
 [ $merge -eq 0 ] || [ ! -f "$selection" ] || kept=(--merge "$selection")
-/usr/bin/python3 analysis/mpich_algorithms.py "$store" --selection-json "$selection" --generic "$generic" "${kept[@]}" >/dev/null
-# The points with the file carry a hash of its contents: a changed file is measured again, where
-# its path alone would let the store's rows of the old file stand.
-selection_env=$(/usr/bin/python3 -c 'import hashlib, json, os, sys; a = json.loads(sys.argv[1]); p = os.path.abspath(sys.argv[2]); a["env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = p; a["env:TB_SELECTION_FILE_SHA256"] = hashlib.sha256(open(p, "rb").read()).hexdigest()[:16]; print(json.dumps(a))' "$args" "$selection")
+# The points with the file carry a hash of its contents (--point-args): a changed file is
+# measured again, where its path alone would let the store's rows of the old file stand.
+selection_env=$(/usr/bin/python3 analysis/mpich_algorithms.py "$store" --selection-json "$selection" --generic "$generic" \
+                  "${kept[@]}" --point-args "$args")
 for mode in $modes; do run mpich_selection mpich-patched "$mode" "${ranks[@]}" --args "$selection_env"; done
 if [ $slab -eq 1 ]; then
   for mpi in mpich-patched mpich; do run mpich_slab "$mpi" intra "${ranks[@]}"; done

@@ -76,7 +76,7 @@ endforeach()
 
 # Skipped (ctest says so) where build/mpich is missing: scripts/test.sh mpich-patched alone.
 add_test(NAME mpich.selection.campaign
-         COMMAND bash -c "[ -x \"$1/build/mpich/bin/tb-bench\" ] || { echo 'needs build/mpich (scripts/build.sh mpich)'; exit 77; }; \"$1/experiments/mpich_algorithms.sh\" -q -f -n 1,2 -s \"$2/store.jsonl\" -j \"$2/selection.json\" && grep -q '\"comm_size<=1\"' \"$2/selection.json\" && grep -q '\"comm_size<=2\"' \"$2/selection.json\" || { echo 'campaign failed, or its selection lacks a branch per rank count'; exit 1; }"
+         COMMAND bash -c "[ -x \"$1/build/mpich/bin/tb-bench\" ] || { echo 'needs build/mpich (scripts/build.sh mpich)'; exit 77; }; \"$1/experiments/mpich_algorithms.sh\" -q -f -R -n 1,2 -s \"$2/store.jsonl\" -j \"$2/selection.json\" && grep -q '\"comm_size<=1\"' \"$2/selection.json\" && grep -q '\"comm_size<=2\"' \"$2/selection.json\" || { echo 'campaign failed, or its selection lacks a branch per rank count'; exit 1; }"
                  campaign ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/campaign)
 set_tests_properties(mpich.selection.campaign PROPERTIES TIMEOUT 600 LABELS "mpi;mpich-patched;python"
                      SKIP_RETURN_CODE 77 FAIL_REGULAR_EXPRESSION "Traceback")
