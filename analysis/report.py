@@ -59,18 +59,40 @@ def redistribution_frame(df):
     measure different things and must not replace each other."""
     r = df[df["tool"] == "tb-redistribute"].copy()
     r["grid"] = r["grid"].astype(str)
-    r["decomposition"] = r["grid"].map(lambda grid: "pencil" if "x" in grid else "slab")
+    r["decomposition"] = r["grid"].map(decomposition)
     r["variant"] = [method.split(" (")[0] + selection_suffix(point)
                     for method, point in zip(r["method"], r.get("point", pd.Series([{}] * len(r), index=r.index)))]
     keys = ["mode", "mpi", "ranks", "global_shape", "decomposition", "grid", "variant"]
     return r.drop_duplicates(subset=keys, keep="last").sort_values(keys)
 
 
+def decomposition(grid):
+    """"slab" for a process grid that divides one axis ("4", "1x4", "4x1"), "pencil" for more."""
+    return "pencil" if sum(1 for p in str(grid).split("x") if p.strip() not in ("1", "")) > 1 else "slab"
+
+
 def selection_suffix(point):
-    """" [mpich: node_leader]" for a point that forced an in-MPICH algorithm, " [mpich: json]" for
-    one that gave a selection file, "" otherwise."""
+    """" [mpich: node_leader]" for a point that forced an in-MPICH algorithm, " [mpich: json FILE]"
+    for one that gave a selection file (its name, and the hash of its contents where the point
+    carries one: two files are two variants), "" otherwise."""
     forced = mpich_algorithms.forced_selection(point)
+    if forced == "json":
+        name = os.path.basename(str(point["env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"]))
+        digest = point.get("env:TB_SELECTION_FILE_SHA256")
+        forced += f" {name}" + (f" {digest[:8]}" if digest else "")
     return f" [mpich: {forced}]" if forced else ""
+
+
+def rank_series(k, g):
+    """The series names of a plot over rank counts: the variant, with the MPI build where the
+    experiment has several, the global shape where the plot has several, and the process grid where
+    one rank count has several (two grids at one count are two lines, never a zigzag)."""
+    series = (k["mpi"] + " " if g["mpi"].nunique() > 1 else "") + k["variant"]
+    if k["global_shape"].nunique() > 1:
+        series = series + " " + k["global_shape"].astype(str)
+    if pd.DataFrame({"s": series, "r": k["ranks"]}).duplicated().any():
+        series = series + " grid " + k["grid"]
+    return series
 
 
 def floor_bars(g, title, path):
@@ -117,7 +139,7 @@ def mode_ratios(s):
 
 
 def line_plot(frame, x, y, series, title, ylabel, path, logy=True):
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
     if frame[series].nunique() > 10:  # the default cycle repeats its 10 colours
         ax.set_prop_cycle(color=plt.cm.tab20.colors)
     for name, g in frame.sort_values(x).groupby(series):
@@ -129,7 +151,7 @@ def line_plot(frame, x, y, series, title, ylabel, path, logy=True):
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)  # beside the lines, never over them
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -233,8 +255,7 @@ def report(df, out):
             if g["ranks"].nunique() > 1:  # one line per variant over the rank counts, a plot per decomposition
                 for kind, k in g[g["method"] != "memcpy_floor"].groupby("decomposition"):
                     name = f"floor_{exp}_{kind}.png"
-                    series = (k["mpi"] + " " if g["mpi"].nunique() > 1 else "") + k["variant"]
-                    line_plot(k.assign(series=series), "ranks", "fastest_over_floor", "series", f"{exp}: {kind}",
+                    line_plot(k.assign(series=rank_series(k, g)), "ranks", "fastest_over_floor", "series", f"{exp}: {kind}",
                               "fastest / memcpy floor", os.path.join(out, name), logy=False)
                     images.append(os.path.join(out, name))
                     md += [f"![{kind}]({name})", ""]

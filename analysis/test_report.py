@@ -73,13 +73,34 @@ class Report(unittest.TestCase):
         self.assertEqual(len(r), 6)
         self.assertEqual(set(r["decomposition"]), {"slab", "pencil"})
         self.assertEqual(sorted(r[r["mpi"] == "mpich-patched"]["variant"]),
-                         ["alltoallw:native", "alltoallw:native [mpich: json]", "alltoallw:native [mpich: node_leader]"])
+                         ["alltoallw:native", "alltoallw:native [mpich: json t.json]",
+                          "alltoallw:native [mpich: node_leader]"])
         self.assertEqual(r[r["ranks"] == 8].iloc[0]["fastest_s"], 0.001)
         self.assertEqual(r[r["ranks"] == 8].iloc[0]["variant"], "alltoallw:node_leader")
         with tempfile.TemporaryDirectory() as out:
             _, images = report.report(pd.DataFrame(rows), out)
             self.assertEqual(sorted(os.path.basename(p) for p in images),
                              ["floor_scaling_pencil.png", "floor_scaling_slab.png"])
+
+    def test_a_grid_that_divides_one_axis_is_a_slab(self):
+        self.assertEqual([report.decomposition(g) for g in ("4", "1x4", "4x1", "1x1", "2x2", "2x1x2")],
+                         ["slab", "slab", "slab", "slab", "pencil", "pencil"])
+
+    def test_two_selection_files_are_two_variants(self):
+        a = {"env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": "/x/alltoallw.json", "env:TB_SELECTION_FILE_SHA256": "0123456789abcdef"}
+        b = dict(a, **{"env:TB_SELECTION_FILE_SHA256": "fedcba9876543210"})
+        self.assertEqual(report.selection_suffix(a), " [mpich: json alltoallw.json 01234567]")
+        self.assertNotEqual(report.selection_suffix(a), report.selection_suffix(b))
+
+    def test_rank_count_lines_keep_shapes_and_grids_apart(self):
+        k = pd.DataFrame({"mpi": "mpich", "variant": "native", "ranks": [4, 4, 8, 4],
+                          "global_shape": ["64x64x64", "64x64x64", "64x64x64", "32x32x32"],
+                          "grid": ["2x2", "1x4x1", "2x4", "2x2"]})
+        self.assertEqual(list(report.rank_series(k, k)),
+                         ["native 64x64x64 grid 2x2", "native 64x64x64 grid 1x4x1", "native 64x64x64 grid 2x4",
+                          "native 32x32x32 grid 2x2"])
+        one = k.iloc[[0, 2]]
+        self.assertEqual(list(report.rank_series(one, one)), ["native", "native"])
 
     def test_an_empty_store_is_an_error(self):
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
