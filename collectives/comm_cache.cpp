@@ -16,6 +16,25 @@ int free_private(MPI_Comm, int, void* value, void*) {
 
 }  // namespace
 
+void check_attached(int code) {
+  if (code != MPI_SUCCESS)
+    throw MpiError(code, "caching the testbed's state on the communicator failed on at least one of its ranks: " +
+                             mpi_error_string(code));
+}
+
+int set_attr_on_every_rank(MPI_Comm comm, int key, void* value, bool* owned) {
+  const int rc = PMPI_Comm_set_attr(comm, key, value);
+  const int set_here = rc == MPI_SUCCESS ? 1 : 0;
+  int set_everywhere = 0;
+  const int agreed = PMPI_Allreduce(&set_here, &set_everywhere, 1, MPI_INT, MPI_MIN, comm);
+  *owned = set_here == 1;
+  if (agreed != MPI_SUCCESS) return agreed;  // what the others did is unknown: leave it as it is
+  if (set_everywhere == 1) return MPI_SUCCESS;
+  // The delete callbacks here free value together with the failed ranks' owners.
+  if (set_here == 1) *owned = PMPI_Comm_delete_attr(comm, key) != MPI_SUCCESS;
+  return set_here == 1 ? MPI_ERR_OTHER : rc;
+}
+
 MPI_Comm private_comm(MPI_Comm comm) {
   if (g_private_key == MPI_KEYVAL_INVALID)
     TB_MPI_CHECK(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_private, &g_private_key, nullptr));
@@ -24,14 +43,15 @@ MPI_Comm private_comm(MPI_Comm comm) {
   TB_MPI_CHECK(PMPI_Comm_get_attr(comm, g_private_key, &value, &found));
   if (found) return *static_cast<MPI_Comm*>(value);
   auto* dup = new MPI_Comm(MPI_COMM_NULL);
-  try {
-    TB_MPI_CHECK(PMPI_Comm_dup(comm, dup));
-    TB_MPI_CHECK(PMPI_Comm_set_attr(comm, g_private_key, dup));
-  } catch (...) {
-    if (*dup != MPI_COMM_NULL) PMPI_Comm_free(dup);
+  const int rc = PMPI_Comm_dup(comm, dup);
+  if (rc != MPI_SUCCESS) {
     delete dup;
-    throw;
+    check_mpi(rc, "MPI_Comm_dup");
   }
+  bool owned = false;
+  const int attached = set_attr_on_every_rank(comm, g_private_key, dup, &owned);
+  if (attached != MPI_SUCCESS && !owned) free_private(comm, g_private_key, dup, nullptr);
+  check_attached(attached);
   return *dup;
 }
 

@@ -12,6 +12,19 @@ namespace tb {
 // match the user's messages. Created once per communicator.
 MPI_Comm private_comm(MPI_Comm comm);
 
+// Sets `value` as comm's attribute `key` on every rank of comm or on none: a rank whose
+// MPI_Comm_set_attr failed tells the others (one MPI_Allreduce over comm, an intracommunicator),
+// and the ranks that had set it delete it again, so their delete callbacks run. The states cached
+// below are freed collectively (windows, communicators): one rank freeing its state while the
+// others keep theirs would leave a later teardown waiting forever. Returns MPI_SUCCESS, or the
+// error: this rank's own, or MPI_ERR_OTHER when only another rank failed. *owned says whether the
+// attribute holds `value` afterwards (its delete callback will free it); false on every failure
+// except one of the MPI_Allreduce itself, after which no rank can know what the others did.
+int set_attr_on_every_rank(MPI_Comm comm, int key, void* value, bool* owned);
+
+// Throws MpiError for a failed set_attr_on_every_rank.
+void check_attached(int code);
+
 }  // namespace tb
 
 namespace tb {
@@ -43,10 +56,11 @@ class CommCache {
     }
     if (T* state = find(comm)) return *state;
     T* state = create(comm);
-    const int rc = PMPI_Comm_set_attr(comm, key_, state);
+    bool owned = false;
+    const int rc = set_attr_on_every_rank(comm, key_, state, &owned);
     if (rc != MPI_SUCCESS) {
-      delete state;
-      check_mpi(rc, "MPI_Comm_set_attr");
+      if (!owned) delete state;  // not attached here: freed together with the others' delete callbacks
+      check_attached(rc);
     }
     return *state;
   }

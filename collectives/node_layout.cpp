@@ -1,5 +1,6 @@
 #include "collectives/node_layout.hpp"
 
+#include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/settings.hpp"
 
@@ -126,11 +127,14 @@ const NodeLayout& node_layout(MPI_Comm comm) {
     TB_MPI_CHECK(PMPI_Bcast(ids, 2, MPI_INT, 0, layout->node_comm));
     layout->node = ids[0];
     layout->nodes = ids[1];
-    TB_MPI_CHECK(PMPI_Comm_set_attr(comm, g_key, layout));
   } catch (...) {
     free_layout(comm, g_key, layout, nullptr);
     throw;
   }
+  bool owned = false;
+  const int attached = set_attr_on_every_rank(comm, g_key, layout, &owned);
+  if (attached != MPI_SUCCESS && !owned) free_layout(comm, g_key, layout, nullptr);
+  check_attached(attached);
   return *layout;
 }
 

@@ -2,8 +2,10 @@
 // checks of run(), size mismatches between sender and receiver in every registered algorithm
 // without and with TB_CHECKED, and checked mode on an intercommunicator. Every case must end on
 // every rank (no rank left waiting), write nothing past the receive layout or past what arrived,
-// and leave the algorithm able to run the next correct call.
+// and leave the algorithm able to run the next correct call. State cached on a communicator is
+// attached on every rank or on none.
 #include "collectives/alltoallw.hpp"
+#include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
@@ -269,6 +271,53 @@ TEST(Checked, IsADeclaredSetting) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("TB_CHECKED"), std::string::npos) << e.what();
   }
+}
+
+int g_values_deleted = 0;
+int count_deletion(MPI_Comm, int, void*, void*) {
+  ++g_values_deleted;
+  return MPI_SUCCESS;
+}
+
+// The last rank's MPI_Comm_set_attr fails (an invalid keyval): no rank keeps the attribute, and
+// each rank that had set it has run its delete callback, as the cached states' collective
+// teardown needs. With every rank valid the attribute stays, and freeing the communicator deletes it.
+TEST(CachedState, IsAttachedOnEveryRankOrOnNone) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  int key = MPI_KEYVAL_INVALID;
+  ASSERT_EQ(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, count_deletion, &key, nullptr), MPI_SUCCESS);
+  const int P = test::world_size(), me = test::world_rank();
+  int value = 0;
+  void* found_value = nullptr;
+  int found = 1;
+
+  g_values_deleted = 0;
+  bool owned = true;
+  const int failing = me == P - 1 ? MPI_KEYVAL_INVALID : key;
+  const int rc = set_attr_on_every_rank(comm, failing, &value, &owned);
+  EXPECT_NE(rc, MPI_SUCCESS);
+  EXPECT_FALSE(owned);
+  EXPECT_EQ(MPI_Comm_get_attr(comm, key, &found_value, &found), MPI_SUCCESS);
+  EXPECT_EQ(found, 0);
+  EXPECT_EQ(g_values_deleted, me == P - 1 ? 0 : 1);
+  try {
+    check_attached(rc);
+    ADD_FAILURE() << "check_attached accepted error " << rc;
+  } catch (const MpiError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least one of its ranks"), std::string::npos) << e.what();
+  }
+
+  g_values_deleted = 0;
+  EXPECT_EQ(set_attr_on_every_rank(comm, key, &value, &owned), MPI_SUCCESS);
+  EXPECT_TRUE(owned);
+  EXPECT_EQ(MPI_Comm_get_attr(comm, key, &found_value, &found), MPI_SUCCESS);
+  EXPECT_EQ(found, 1);
+  EXPECT_EQ(found_value, &value);
+  MPI_Comm_free(&comm);
+  EXPECT_EQ(g_values_deleted, 1);
+  MPI_Comm_free_keyval(&key);
 }
 
 }  // namespace
