@@ -232,6 +232,21 @@ class Report(unittest.TestCase):
         self.assertIn("- ranking at the 256x256x256 slab: not in this run", text)
         self.assertIn("- |bias| <= 5 %", text)
 
+    def test_every_part_of_a_prediction_is_kept_and_the_timing_barrier_shown_only_where_it_costs(self):
+        c = model_validation.Comparison(model_validation.Point("tb-bench", "contiguous", MIB), "native", [1e-3] * 5,
+                                        1.2e-3, {"communication_s": 4e-4, "local_s": 5e-4, "overhead_s": 1e-4,
+                                                 "timing_s": 2e-4})
+        quiet = model_validation.Comparison(c.point, "pairwise", [1e-3] * 5, 1e-3, dict(c.parts, timing_s=0.0))
+        self.assertIn("(comm + local + overhead + timing)", "\n".join(model_validation.report_lines([c, quiet])))
+        self.assertIn("(0.4000 + 0.5000 + 0.1000 + 0.2000)", "\n".join(model_validation.report_lines([c])))
+        self.assertIn("(comm + local + overhead)", "\n".join(model_validation.report_lines([quiet])))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "v.csv")
+            model_validation.write_csv(path, [c])
+            with open(path) as f:
+                row = next(csv.DictReader(f))
+        self.assertAlmostEqual(sum(float(row[k]) for k in model_validation.PARTS), float(row["predicted_s"]))
+
     def test_the_calibrations_spread_closes_the_report_when_given(self):
         with tempfile.TemporaryDirectory() as tmp:
             _, plain, _ = self.run_report(tmp)
