@@ -2,6 +2,8 @@
 
 #include "collectives/mpi_error.hpp"
 
+#include <algorithm>
+
 namespace tb {
 namespace {
 
@@ -14,25 +16,36 @@ int free_private(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
+// The minimum of `value` over every rank of comm: one MPI_Allreduce, two on an intercommunicator
+// (whose reduction gives each group the other group's result).
+int min_over_ranks(int value, MPI_Comm comm, int* result) {
+  int inter = 0;
+  if (const int rc = PMPI_Comm_test_inter(comm, &inter); rc != MPI_SUCCESS) return rc;
+  if (const int rc = PMPI_Allreduce(&value, result, 1, MPI_INT, MPI_MIN, comm); rc != MPI_SUCCESS || !inter) return rc;
+  value = std::min(value, *result);
+  const int rc = PMPI_Allreduce(&value, result, 1, MPI_INT, MPI_MIN, comm);
+  *result = std::min(value, *result);
+  return rc;
+}
+
 }  // namespace
 
 void check_attached(int code) {
   if (code != MPI_SUCCESS)
-    throw MpiError(code, "caching the testbed's state on the communicator failed on at least one of its ranks: " +
-                             mpi_error_string(code));
+    throw MpiError(code, "caching the testbed's state on the communicator failed, on this rank or another: " + mpi_error_string(code));
 }
 
-int set_attr_on_every_rank(MPI_Comm comm, int key, void* value, bool* owned) {
+int set_attr_on_every_rank(MPI_Comm comm, int key, void* value, bool* caller_frees) {
   const int rc = PMPI_Comm_set_attr(comm, key, value);
   const int set_here = rc == MPI_SUCCESS ? 1 : 0;
+  *caller_frees = set_here == 0;  // otherwise the attribute holds it, or its delete callback has freed it
   int set_everywhere = 0;
-  const int agreed = PMPI_Allreduce(&set_here, &set_everywhere, 1, MPI_INT, MPI_MIN, comm);
-  *owned = set_here == 1;
+  const int agreed = min_over_ranks(set_here, comm, &set_everywhere);
   if (agreed != MPI_SUCCESS) return agreed;  // what the others did is unknown: leave it as it is
   if (set_everywhere == 1) return MPI_SUCCESS;
-  // The delete callbacks here free value together with the failed ranks' owners.
-  if (set_here == 1) *owned = PMPI_Comm_delete_attr(comm, key) != MPI_SUCCESS;
-  return set_here == 1 ? MPI_ERR_OTHER : rc;
+  if (set_here == 0) return rc;
+  PMPI_Comm_delete_attr(comm, key);  // its delete callback frees value, as the failed ranks' callers do theirs
+  return MPI_ERR_OTHER;              // only another rank failed
 }
 
 MPI_Comm private_comm(MPI_Comm comm) {
@@ -48,9 +61,9 @@ MPI_Comm private_comm(MPI_Comm comm) {
     delete dup;
     check_mpi(rc, "MPI_Comm_dup");
   }
-  bool owned = false;
-  const int attached = set_attr_on_every_rank(comm, g_private_key, dup, &owned);
-  if (attached != MPI_SUCCESS && !owned) free_private(comm, g_private_key, dup, nullptr);
+  bool caller_frees = false;
+  const int attached = set_attr_on_every_rank(comm, g_private_key, dup, &caller_frees);
+  if (attached != MPI_SUCCESS && caller_frees) free_private(comm, g_private_key, dup, nullptr);
   check_attached(attached);
   return *dup;
 }

@@ -13,14 +13,15 @@ namespace tb {
 MPI_Comm private_comm(MPI_Comm comm);
 
 // Sets `value` as comm's attribute `key` on every rank of comm or on none: a rank whose
-// MPI_Comm_set_attr failed tells the others (one MPI_Allreduce over comm, an intracommunicator),
-// and the ranks that had set it delete it again, so their delete callbacks run. The states cached
-// below are freed collectively (windows, communicators): one rank freeing its state while the
-// others keep theirs would leave a later teardown waiting forever. Returns MPI_SUCCESS, or the
-// error: this rank's own, or MPI_ERR_OTHER when only another rank failed. *owned says whether the
-// attribute holds `value` afterwards (its delete callback will free it); false on every failure
-// except one of the MPI_Allreduce itself, after which no rank can know what the others did.
-int set_attr_on_every_rank(MPI_Comm comm, int key, void* value, bool* owned);
+// MPI_Comm_set_attr failed tells the others (one MPI_Allreduce over comm, two on an
+// intercommunicator), and the ranks that had set it delete it again, so their delete callbacks
+// free `value`. The states cached below are freed collectively (windows, communicators): one rank
+// freeing its state while the others keep theirs would leave a later teardown waiting forever.
+// Collective. Returns MPI_SUCCESS, or the error: this rank's own, MPI_ERR_OTHER where only another
+// rank failed, or that of the agreement itself (then no rank knows what the others did, and the
+// attribute stays where it was set). *caller_frees: whether the caller must free `value` (this
+// rank's MPI_Comm_set_attr failed), never where the attribute holds it or its callback freed it.
+int set_attr_on_every_rank(MPI_Comm comm, int key, void* value, bool* caller_frees);
 
 // Throws MpiError for a failed set_attr_on_every_rank.
 void check_attached(int code);
@@ -45,7 +46,7 @@ class CommCache {
     return found ? static_cast<T*>(value) : nullptr;
   }
 
-  // The state on comm; create(comm) makes it (a new T*) on first use.
+  // The state on comm; create(comm) makes it (a new T*) on first use, which is collective.
   template <class Create>
   static T& get(MPI_Comm comm, Create create) {
     if (key_ == MPI_KEYVAL_INVALID) {
@@ -56,10 +57,10 @@ class CommCache {
     }
     if (T* state = find(comm)) return *state;
     T* state = create(comm);
-    bool owned = false;
-    const int rc = set_attr_on_every_rank(comm, key_, state, &owned);
+    bool caller_frees = false;
+    const int rc = set_attr_on_every_rank(comm, key_, state, &caller_frees);
     if (rc != MPI_SUCCESS) {
-      if (!owned) delete state;  // not attached here: freed together with the others' delete callbacks
+      if (caller_frees) delete state;  // at the moment the other ranks' delete callbacks free theirs
       check_attached(rc);
     }
     return *state;

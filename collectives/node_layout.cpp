@@ -131,9 +131,9 @@ const NodeLayout& node_layout(MPI_Comm comm) {
     free_layout(comm, g_key, layout, nullptr);
     throw;
   }
-  bool owned = false;
-  const int attached = set_attr_on_every_rank(comm, g_key, layout, &owned);
-  if (attached != MPI_SUCCESS && !owned) free_layout(comm, g_key, layout, nullptr);
+  bool caller_frees = false;
+  const int attached = set_attr_on_every_rank(comm, g_key, layout, &caller_frees);
+  if (attached != MPI_SUCCESS && caller_frees) free_layout(comm, g_key, layout, nullptr);
   check_attached(attached);
   return *layout;
 }

@@ -280,8 +280,28 @@ int count_deletion(MPI_Comm, int, void*, void*) {
 }
 
 // The last rank's MPI_Comm_set_attr fails (an invalid keyval): no rank keeps the attribute, and
-// each rank that had set it has run its delete callback, as the cached states' collective
-// teardown needs. With every rank valid the attribute stays, and freeing the communicator deletes it.
+// every rank's value is freed exactly once, by its delete callback where the attribute had been
+// set and by the caller where it had not, as the cached states' collective teardown needs.
+void expect_attached_nowhere(MPI_Comm comm, int key, bool fails_here) {
+  int value = 0;
+  g_values_deleted = 0;
+  bool caller_frees = false;
+  const int rc = set_attr_on_every_rank(comm, fails_here ? MPI_KEYVAL_INVALID : key, &value, &caller_frees);
+  EXPECT_NE(rc, MPI_SUCCESS);
+  EXPECT_EQ(caller_frees, fails_here);
+  EXPECT_EQ(g_values_deleted + (caller_frees ? 1 : 0), 1) << "freed " << g_values_deleted << " time(s) by the callback";
+  void* found_value = nullptr;
+  int found = 1;
+  EXPECT_EQ(MPI_Comm_get_attr(comm, key, &found_value, &found), MPI_SUCCESS);
+  EXPECT_EQ(found, 0);
+  try {
+    check_attached(rc);
+    ADD_FAILURE() << "check_attached accepted error " << rc;
+  } catch (const MpiError& e) {
+    EXPECT_NE(std::string(e.what()).find("on this rank or another"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CachedState, IsAttachedOnEveryRankOrOnNone) {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -289,34 +309,38 @@ TEST(CachedState, IsAttachedOnEveryRankOrOnNone) {
   int key = MPI_KEYVAL_INVALID;
   ASSERT_EQ(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, count_deletion, &key, nullptr), MPI_SUCCESS);
   const int P = test::world_size(), me = test::world_rank();
+  expect_attached_nowhere(comm, key, me == P - 1);
+
+  // every rank valid: the attribute stays, and freeing the communicator deletes it
   int value = 0;
+  bool caller_frees = true;
+  g_values_deleted = 0;
+  EXPECT_EQ(set_attr_on_every_rank(comm, key, &value, &caller_frees), MPI_SUCCESS);
+  EXPECT_FALSE(caller_frees);
   void* found_value = nullptr;
-  int found = 1;
-
-  g_values_deleted = 0;
-  bool owned = true;
-  const int failing = me == P - 1 ? MPI_KEYVAL_INVALID : key;
-  const int rc = set_attr_on_every_rank(comm, failing, &value, &owned);
-  EXPECT_NE(rc, MPI_SUCCESS);
-  EXPECT_FALSE(owned);
-  EXPECT_EQ(MPI_Comm_get_attr(comm, key, &found_value, &found), MPI_SUCCESS);
-  EXPECT_EQ(found, 0);
-  EXPECT_EQ(g_values_deleted, me == P - 1 ? 0 : 1);
-  try {
-    check_attached(rc);
-    ADD_FAILURE() << "check_attached accepted error " << rc;
-  } catch (const MpiError& e) {
-    EXPECT_NE(std::string(e.what()).find("at least one of its ranks"), std::string::npos) << e.what();
-  }
-
-  g_values_deleted = 0;
-  EXPECT_EQ(set_attr_on_every_rank(comm, key, &value, &owned), MPI_SUCCESS);
-  EXPECT_TRUE(owned);
+  int found = 0;
   EXPECT_EQ(MPI_Comm_get_attr(comm, key, &found_value, &found), MPI_SUCCESS);
   EXPECT_EQ(found, 1);
   EXPECT_EQ(found_value, &value);
   MPI_Comm_free(&comm);
   EXPECT_EQ(g_values_deleted, 1);
+  MPI_Comm_free_keyval(&key);
+}
+
+// On an intercommunicator each group's reduction is the other group's: the agreement still
+// reaches the failing rank's own group.
+TEST(CachedState, IsAttachedOnEveryRankOrOnNoneOfAnIntercommunicator) {
+  const int P = test::world_size(), me = test::world_rank();
+  if (P < 2) GTEST_SKIP() << "needs two groups";
+  MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, me < P / 2, me, &half);
+  MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, me < P / 2 ? P / 2 : 0, 7, &inter);
+  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  int key = MPI_KEYVAL_INVALID;
+  ASSERT_EQ(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, count_deletion, &key, nullptr), MPI_SUCCESS);
+  expect_attached_nowhere(inter, key, me == P - 1);  // the last rank: its group has others from 3 ranks
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&half);
   MPI_Comm_free_keyval(&key);
 }
 
