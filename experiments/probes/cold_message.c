@@ -45,7 +45,6 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     char *send = checked_malloc(ARRAY), *recv = checked_malloc(ARRAY);
-    if (!send || !recv) MPI_Abort(MPI_COMM_WORLD, 1);
     memset(send, 1, ARRAY);
     memset(recv, 0, ARRAY);
     if (rank == 0) printf("%10s %10s %10s %10s   (us, median of %d)\n", "bytes", "hot", "cold", "cold/hot", REPS);

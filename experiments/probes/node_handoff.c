@@ -56,8 +56,6 @@ int main(int argc, char **argv)
     int unit;
     CHECK(MPI_Win_shared_query(win, 1 - rank, &partner_size, &unit, &partner));
     char *mine = checked_malloc(LARGEST), *received = checked_malloc(LARGEST), *scratch = checked_malloc(LARGEST);
-    if (!mine || !received || !scratch)
-        MPI_Abort(MPI_COMM_WORLD, 1);
     memset(mine, rank + 1, LARGEST);
     memset(received, 0, LARGEST);
     memset(scratch, 0, LARGEST);

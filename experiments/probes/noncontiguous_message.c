@@ -65,8 +65,6 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     char *strided = checked_malloc(2 * (size_t) LARGEST), *send = checked_malloc(LARGEST), *recv = checked_malloc(LARGEST);
-    if (!strided || !send || !recv)
-        MPI_Abort(MPI_COMM_WORLD, 1);
     memset(strided, 1, 2 * (size_t) LARGEST);
     memset(send, 2, LARGEST);
     memset(recv, 0, LARGEST);

@@ -216,10 +216,8 @@ int main(int argc, char **argv)
     s.partner = theirs_aligned + 2048;
     atomic_init(&s.mine->produced, 0);
     atomic_init(&s.mine->consumed, 0);
-    s.in = aligned_alloc(64, 2 * s.part);
-    s.out = aligned_alloc(64, 2 * s.part);
-    if (!s.in || !s.out)
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    s.in = checked_aligned_alloc(64, 2 * s.part);
+    s.out = checked_aligned_alloc(64, 2 * s.part);
     fill_input(&s);
     memset(s.out, 0, 2 * s.part);
     memset(s.segment, 0, shared - 4096);

@@ -5,8 +5,9 @@
  * PROBE_NAME, the name its messages start with, before it includes this header:
  *   CHECK(call)    an MPI call that must return MPI_SUCCESS: otherwise "<PROBE_NAME>: <call> failed"
  *                  on stderr and MPI_Abort(MPI_COMM_WORLD, 1);
- *   checked_malloc(bytes)  malloc that never returns NULL: "<PROBE_NAME>: out of memory" on stderr
- *                  and MPI_Abort(MPI_COMM_WORLD, 1) instead;
+ *   checked_malloc(bytes), checked_aligned_alloc(alignment, bytes)
+ *                  malloc and aligned_alloc that never return NULL for a size above 0:
+ *                  "<PROBE_NAME>: out of memory" on stderr and MPI_Abort(MPI_COMM_WORLD, 1) instead;
  *   compare        qsort's ascending order of doubles;
  *   median(t, n)   sorts t[0] to t[n - 1] in place and returns t[n / 2]: the median for the odd
  *                  repetition counts the probes use.
@@ -33,14 +34,23 @@
         }                                                               \
     } while (0)
 
-static inline void *checked_malloc(size_t bytes)
+static inline void *checked(void *p, size_t bytes)
 {
-    void *p = malloc(bytes);
-    if (!p) {
+    if (!p && bytes > 0) {
         fprintf(stderr, PROBE_NAME ": out of memory (%zu bytes)\n", bytes);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     return p;
+}
+
+static inline void *checked_malloc(size_t bytes)
+{
+    return checked(malloc(bytes), bytes);
+}
+
+static inline void *checked_aligned_alloc(size_t alignment, size_t bytes)
+{
+    return checked(aligned_alloc(alignment, bytes), bytes);
 }
 
 static inline int compare(const void *a, const void *b)

@@ -44,8 +44,6 @@ int main(int argc, char **argv)
                "vector->vector, memcpy, MPI_Pack(vector)\n", size);
     for (int total = 65536; total <= (4 << 20); total *= 4) {
         char *a = checked_malloc(2 * (size_t) total), *b = checked_malloc(2 * (size_t) total);
-        if (!a || !b)
-            MPI_Abort(MPI_COMM_WORLD, 1);
         memset(a, 1, 2 * (size_t) total);
         memset(b, 0, 2 * (size_t) total);
         MPI_Datatype vector;

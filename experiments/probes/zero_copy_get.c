@@ -134,7 +134,7 @@ int main(int argc, char **argv)
         if (rank == 0) fprintf(stderr, "zero_copy_get: run on 2 ranks of one node\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    char *send = aligned_alloc(4096, LARGEST), *recv = aligned_alloc(4096, LARGEST);
+    char *send = checked_aligned_alloc(4096, LARGEST), *recv = checked_aligned_alloc(4096, LARGEST);
     memset(send, rank + 1, LARGEST);
     memset(recv, 0, LARGEST);
     struct ucx u;
