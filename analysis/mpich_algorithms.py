@@ -93,7 +93,9 @@ def selection_point_args(args, path):
     """experiments/run.py's --args JSON `args` for points that measure the selection file at `path`:
     the file by its absolute path, and a hash of its contents, so that a rewritten file is measured
     again where its path alone would let a store's rows of the old file stand."""
-    point = dict(json.loads(args))
+    point = json.loads(args)
+    if not isinstance(point, dict):
+        raise ValueError(f"--point-args {args}: not a JSON object (experiments/run.py's --args)")
     path = os.path.abspath(path)
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
@@ -411,7 +413,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.selection_json and not args.generic:
         parser.error("--selection-json needs --generic")
-    if args.point_args and not args.selection_json:
+    if args.point_args is not None and not args.selection_json:
         parser.error("--point-args needs --selection-json")
     try:
         rows = load(args.store)
@@ -432,7 +434,7 @@ def main(argv=None):
                 f.write("\n")
             os.replace(partial, args.selection_json)
             print(f"mpich_algorithms.py: wrote {args.selection_json}", file=sys.stderr)
-            if args.point_args:
+            if args.point_args is not None:
                 print(json.dumps(selection_point_args(args.point_args, args.selection_json)))
                 return 0
     except (OSError, ValueError) as e:

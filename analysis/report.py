@@ -84,10 +84,12 @@ def selection_suffix(point):
 
 
 def rank_series(k, g):
-    """The series names of a plot over rank counts: the variant, with the MPI build where the
-    experiment has several, the global shape where the plot has several, and the process grid where
-    one rank count has several (two grids at one count are two lines, never a zigzag)."""
+    """The series names of a plot over rank counts: the variant, with the MPI build and the mode
+    where the experiment has several, the global shape where the plot has several, and the process
+    grid where one rank count still has several (two grids at one count are two lines, never a zigzag)."""
     series = (k["mpi"] + " " if g["mpi"].nunique() > 1 else "") + k["variant"]
+    if g["mode"].nunique() > 1:
+        series = series + " " + k["mode"].astype(str)
     if k["global_shape"].nunique() > 1:
         series = series + " " + k["global_shape"].astype(str)
     if pd.DataFrame({"s": series, "r": k["ranks"]}).duplicated().any():

@@ -255,7 +255,9 @@ class CommandLine(unittest.TestCase):
             self.assertNotEqual(ma.selection_point_args("{}", out)["env:TB_SELECTION_FILE_SHA256"],
                                 point["env:TB_SELECTION_FILE_SHA256"])
         with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
-            ma.main(["s.jsonl", "--point-args", "{}"])
+            ma.main(["s.jsonl", "--point-args", ""])
+        with self.assertRaisesRegex(ValueError, "not a JSON object"):
+            ma.selection_point_args("5", "x.json")
 
     def test_selection_json_needs_the_generic_tree(self):
         with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):

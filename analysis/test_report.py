@@ -93,7 +93,7 @@ class Report(unittest.TestCase):
         self.assertNotEqual(report.selection_suffix(a), report.selection_suffix(b))
 
     def test_rank_count_lines_keep_shapes_and_grids_apart(self):
-        k = pd.DataFrame({"mpi": "mpich", "variant": "native", "ranks": [4, 4, 8, 4],
+        k = pd.DataFrame({"mpi": "mpich", "mode": "intra", "variant": "native", "ranks": [4, 4, 8, 4],
                           "global_shape": ["64x64x64", "64x64x64", "64x64x64", "32x32x32"],
                           "grid": ["2x2", "1x4x1", "2x4", "2x2"]})
         self.assertEqual(list(report.rank_series(k, k)),
@@ -101,6 +101,8 @@ class Report(unittest.TestCase):
                           "native 32x32x32 grid 2x2"])
         one = k.iloc[[0, 2]]
         self.assertEqual(list(report.rank_series(one, one)), ["native", "native"])
+        modes = one.assign(mode=["intra", "cliques"])
+        self.assertEqual(list(report.rank_series(modes, modes)), ["native intra", "native cliques"])
 
     def test_an_empty_store_is_an_error(self):
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
