@@ -2,16 +2,17 @@
 """The calibrated host model (tb-model) against measurement, per algorithm and point.
 
   model_validation.py report [--redistribute PREDICTED.csv MEASURED.json [MEASURED.json ...]] ...
-                             [--bench BENCH.json PREDICTIONS_DIR] [--markdown OUT.md] [--csv OUT.csv]
+                             [--bench BENCH.json [BENCH.json ...] PREDICTIONS_DIR] [--markdown OUT.md] [--csv OUT.csv]
                              [--min-repetitions 5] [--expect-algorithms a,b,...]
 Compares what experiments/model_validation.sh writes:
 - one --redistribute per cube: tb-model's CSV for it (--csv, one network: the calibrated host) and
   tb-redistribute's JSON of every repetition. A repetition's figure is its median_s (the median of
   its outer loops, each the MAX over ranks).
-- --bench: tb-bench's JSON (--interleave --passes N: pass K of every algorithm at one size runs
-  before pass K+1 of any) and a folder of tb-model CSVs named <layout>-<bytes>.csv, one per
-  layout and size (the pattern each was costed on is written by `patterns`). A pass's figure is
-  its real_time (the mean over its iterations, each the MAX over ranks).
+- --bench: tb-bench's JSON files, one per launch (--interleave: every algorithm at one size runs
+  before the next size; with --passes N, pass K of every algorithm at a size before pass K+1 of
+  any), then a folder of tb-model CSVs named <layout>-<bytes>.csv, one per layout and size (the
+  pattern each was costed on is written by `patterns`). A pass's figure is its real_time (the mean
+  over its iterations, each the MAX over ranks); a point's repetitions are its passes in every file.
 The measured time of a point is the MEDIAN over its repetitions (at least --min-repetitions), so
 that one lucky or unlucky repetition cannot move it. Per algorithm and point it prints the
 measured median, the repetitions' spread, the prediction and the signed error
@@ -170,6 +171,20 @@ def bench_samples(path):
     if not points:
         raise ValueError(f"{path}: no alltoallw/<layout>/<algorithm>/<bytes> benchmarks (not tb-bench JSON?)")
     return points
+
+
+def bench_launches(paths):
+    """bench_samples of several tb-bench launches, each point's passes of all of them together; a
+    launch that lacks a point another has is an error (the repetitions would not be of one sweep)."""
+    merged = {}
+    for path in paths:
+        points = bench_samples(path)
+        if merged and set(points) != set(merged):
+            raise ValueError(f"{path}: its points differ from {paths[0]}'s (launches of one sweep must run the same)")
+        for point, by_algorithm in points.items():
+            for algorithm, samples in by_algorithm.items():
+                merged.setdefault(point, {}).setdefault(algorithm, []).extend(samples)
+    return merged
 
 
 def bench_prediction_path(folder, point):
@@ -437,14 +452,17 @@ def collect(args):
         comparisons += compare(point, samples, predicted_rows(predicted_path), args.min_repetitions,
                                ", ".join(measured_paths))
     if args.bench:
-        bench_path, folder = args.bench
-        points = bench_samples(bench_path)
+        if len(args.bench) < 2:
+            raise ValueError("--bench needs tb-bench's JSON file(s), then the folder of predictions")
+        *bench_paths, folder = args.bench
+        points = bench_launches(bench_paths)
+        where = ", ".join(bench_paths)
         for point in sorted(points, key=lambda p: (p.layout, p.bytes_per_peer)):
             path = bench_prediction_path(folder, point)
             if not os.path.exists(path):
-                raise ValueError(f"{bench_path}: no prediction for {point.layout} at {point.bytes_per_peer} B per "
+                raise ValueError(f"{where}: no prediction for {point.layout} at {point.bytes_per_peer} B per "
                                  f"peer ({path} is missing)")
-            comparisons += compare(point, points[point], predicted_rows(path), args.min_repetitions, bench_path)
+            comparisons += compare(point, points[point], predicted_rows(path), args.min_repetitions, where)
     return comparisons
 
 
@@ -736,7 +754,8 @@ def parser():
     r = sub.add_parser("report", help="predicted against measured: errors, bias, rankings")
     r.add_argument("--redistribute", nargs="+", action="append", metavar="FILE",
                    help="PREDICTED.csv then every repetition's tb-redistribute JSON of one cube")
-    r.add_argument("--bench", nargs=2, metavar=("BENCH_JSON", "PREDICTIONS_DIR"))
+    r.add_argument("--bench", nargs="+", metavar="FILE",
+                   help="tb-bench's JSON of every launch of the sweep, then the folder of tb-model CSVs")
     r.add_argument("--markdown", help="also write the report here")
     r.add_argument("--csv", help="one row per algorithm and point")
     r.add_argument("--min-repetitions", type=int, default=5)

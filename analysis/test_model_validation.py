@@ -247,6 +247,28 @@ class Report(unittest.TestCase):
                 row = next(csv.DictReader(f))
         self.assertAlmostEqual(sum(float(row[k]) for k in model_validation.PARTS), float(row["predicted_s"]))
 
+    def test_launches_of_the_sweep_pool_their_passes_and_must_run_the_same_points(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for k, times in enumerate(([100, 110], [400], [90, 105])):
+                paths.append(os.path.join(tmp, f"bench-rep{k}.json"))
+                write_bench(paths[-1], {("contiguous", MIB, "native"): times})
+            points = model_validation.bench_launches(paths)
+            samples = points[model_validation.Point("tb-bench", "contiguous", MIB)]["native"]
+            self.assertEqual(sorted(round(t * 1e6) for t in samples), [90, 100, 105, 110, 400])
+            other = os.path.join(tmp, "bench-other.json")
+            write_bench(other, {("vector64", MIB, "native"): [1, 2]})
+            with self.assertRaisesRegex(ValueError, "bench-other.json: its points differ"):
+                model_validation.bench_launches(paths + [other])
+            folder = os.path.join(tmp, "pred")
+            os.mkdir(folder)
+            write_prediction(os.path.join(folder, f"contiguous-{MIB}.csv"), {"native": 105e-6})
+            text = io.StringIO()
+            with redirect_stdout(text):
+                code = model_validation.main(["model_validation.py", "report", "--bench", *paths, folder])
+            self.assertEqual(code, 0)
+            self.assertIn("| tb-bench contiguous | 1 MiB | native | 5 | 0.1050 |", text.getvalue())
+
     def test_the_calibrations_spread_closes_the_report_when_given(self):
         with tempfile.TemporaryDirectory() as tmp:
             _, plain, _ = self.run_report(tmp)

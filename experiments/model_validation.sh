@@ -4,8 +4,7 @@
 # 1. Calibration: tb-beff on 2 ranks measures the host network (one message per size: the
 #    exchange median / 2, and the Hockney fit's beta beyond the largest size; self messages,
 #    the extra of non-contiguous messages, node handoffs; docs/cost-model.md), once before the
-#    measurements, once after each repetition of the redistributions and once after the sweep
-#    (host-K.json), and host.json holds the median of each value over those calibrations
+#    measurements and once after each repetition (host-K.json), and host.json holds the median of each value over those calibrations
 #    (model_validation.py host-median): one tb-beff launch can land in a slow state (on the AMD
 #    VM a vector send's extra 4-5x in 3 of 7 launches of one run), and the median of launches
 #    spread over the run is not moved by a minority of them (TB_VALIDATION_CALIBRATIONS=once:
@@ -18,8 +17,9 @@
 #      axis 2 -> 0, 2 ranks), the algorithms in an order rotated by one per repetition, so that
 #      the repetitions of one point lie a whole sweep apart and no algorithm always runs first;
 #    - the per-size sweep: tb-bench over SWEEP bytes per peer, contiguous and vector64 layouts,
-#      2 ranks, --interleave --passes REPETITIONS (pass K of every algorithm at a size runs
-#      before pass K+1 of any).
+#      2 ranks, --interleave (every algorithm at a size runs before the next size), one launch
+#      per repetition after its redistributions (bench-repK.json): a launch can land in a slow
+#      state as a calibration can, and passes within one launch would all share it.
 # 3. Predicted: the memcpy floors of the tb-redistribute runs give the memory model's copy
 #    bandwidth by size (memory-floors.json); tb-model costs each cube, and each tb-bench point
 #    from its per-peer pattern (one line per layout and size in bench-patterns.jsonl, the format
@@ -139,7 +139,7 @@ if [ -n "$recost" ] && [ "$(realpath -m "$out")" = "$(realpath -m "$recost")" ];
 fi
 mkdir -p "$out/logs"
 # A previous run's files would be read as this run's repetitions: start clean.
-rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out/bench-patterns.jsonl" \
+rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out"/bench-rep*.json "$out/bench-patterns.jsonl" \
   "$out"/host-*.json "$out/host.json" "$out"/beff-*.json "$out/beff.json" \
   "$out/bench-predicted" "$out/report.md" "$out/validation.csv" "$out"/logs/*.log
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -165,10 +165,12 @@ mapfile -t costed < <(awk '$2 == "schedule" { print $1 }' <<< "$listing")
 alltoallw=()
 for a in "${costed[@]}"; do [ "$a" = local_remap ] || alltoallw+=("$a"); done
 join() { local IFS=,; echo "$*"; }
-# The costed algorithms rotated left by $1 places: repetition k starts with the k-th.
+# The algorithms of the array named $2 (default costed) rotated left by $1 places: repetition k
+# starts with the k-th.
 rotated() {
-  local k=$(($1 % ${#costed[@]}))
-  join "${costed[@]:k}" "${costed[@]:0:k}"
+  local -n list=${2:-costed}
+  local k=$(($1 % ${#list[@]}))
+  join "${list[@]:k}" "${list[@]:0:k}"
 }
 echo "algorithms: $(join "${costed[@]}")"
 
@@ -211,14 +213,14 @@ measure() {
         --shape "$n,$n,$n" --grid 2 --from-axis 2 --to-axis 0 --type c64 --method "$(rotated $((rep - 1)))" \
         --max-seconds "$max_s"
     done
+    if [ "$sweep" != none ]; then
+      echo "   and the per-size sweep: tb-bench -m $sweep, $layouts, one launch"
+      quiet "$out/logs/bench-rep$rep.log" launch -n 2 --out "$out/bench-rep$rep.json" tb-bench -m "$sweep" \
+        --layouts "$layouts" --algorithms "$(rotated $((rep - 1)) alltoallw)" --interleave \
+        --benchmark_min_time="$min_time"
+    fi
     calibrate_again
   done
-  if [ "$sweep" != none ]; then
-    echo "== per-size sweep: tb-bench -m $sweep, $layouts, $reps interleaved passes"
-    quiet "$out/logs/bench.log" launch -n 2 --out "$out/bench.json" tb-bench -m "$sweep" --layouts "$layouts" \
-      --algorithms "$(join "${alltoallw[@]}")" --interleave --passes "$reps" --benchmark_min_time="$min_time"
-    calibrate_again
-  fi
   echo "measured: end $(date -u '+%F %T') UTC, load average $(loadavg)" | tee -a "$out/run.txt"
   hosts=()  # global: the report shows their spread
   for ((k = 1; k <= calibrated; k++)); do hosts+=("$out/host-$k.json"); done
@@ -244,10 +246,7 @@ else
   if [ -z "${TB_VALIDATION_NETWORK:-}" ]; then
     mapfile -t hosts < <(find "$src" -maxdepth 1 -name 'host-[0-9]*.json' | sort -V)
   fi
-  [ "$sweep" = none ] || [ -f "$src/bench.json" ] || {
-    echo "model_validation: $src/run.txt names the sweep $sweep, but $src/bench.json is missing" >&2
-    exit 2
-  }
+
   echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
 fi
 
@@ -268,7 +267,15 @@ for n in "${sizes[@]}"; do
 done
 bench=()
 if [ "$sweep" != none ]; then
-  bench=(--bench "$src/bench.json" "$out/bench-predicted")
+  # one file per repetition's launch; a run from before that measured the sweep in one launch of
+  # several passes has bench.json
+  mapfile -t launches < <(find "$src" -maxdepth 1 -name 'bench-rep[0-9]*.json' | sort -V)
+  [ ${#launches[@]} -gt 0 ] || [ ! -f "$src/bench.json" ] || launches=("$src/bench.json")
+  [ ${#launches[@]} -gt 0 ] || {
+    echo "model_validation: $src has no tb-bench sweep (bench-rep*.json), though its run names the sweep $sweep" >&2
+    exit 2
+  }
+  bench=(--bench "${launches[@]}" "$out/bench-predicted")
   mkdir -p "$out/bench-predicted"
   validation patterns "$out/bench-patterns.jsonl" --sizes "$sweep" --layouts "$layouts" --ranks 2 |
     while read -r call layout bytes; do
