@@ -19,7 +19,10 @@ Per run (one MPI library, one node layout) and per point (layout, bytes per peer
   node_leader:persistent / native at 1 B - 4 KiB per peer
 and the summary the goals are stated in: the share of points where auto is within 1.10x of the
 fastest, its worst ratio, its worst ratio to native, and the algorithms whose persistent form is
-slower than their blocking one somewhere. Standard library only.
+slower than their blocking one somewhere. The goals are stated over the sizes sweep (tb-bench's
+alltoallw/ layouts); a run with the redistribution layouts (slab, pencil: redistribute/ rows) gets
+their rows and a summary of their own, apart from the goals' (auto's "fastest" there leaves out
+local_remap, which is no Alltoallw algorithm auto could run). Standard library only.
 """
 import json
 import os
@@ -31,7 +34,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from alltoallw_sizes import title_of  # noqa: E402
 
 SUFFIX = ":persistent"
-BENCH_NAME = re.compile(r"^alltoallw/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<bytes>\d+)(/pass:(?P<pass>\d+))?/")
+BENCH_NAME = re.compile(r"^(?P<kind>alltoallw|redistribute)/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<bytes>\d+)"
+                        r"(/pass:(?P<pass>\d+))?/")
+REDISTRIBUTIONS = ("slab", "pencil")  # tb-bench's redistribute/ layouts
+NOT_ALLTOALLW = ("local_remap",)      # timed beside the algorithms on those layouts
 
 
 def load_passes(path):
@@ -76,7 +82,7 @@ def auto_choices(path):
         data = json.load(f)
     choices = {}
     for b in data["benchmarks"]:
-        name = b["name"].split("/")  # alltoallw/<layout>/<algorithm>/<bytes>/manual_time
+        name = b["name"].split("/")  # alltoallw|redistribute/<layout>/<algorithm>/<bytes>/manual_time
         found = re.search(r"-> ([A-Za-z0-9_]+)", b.get("label", ""))
         if name[2] == "auto" and found:
             choices[(name[1], int(name[3]))] = found.group(1)
@@ -92,7 +98,7 @@ def point_ratios(times, choices=None):
     rows = []
     for (layout, size), by_algorithm in sorted(times.items()):
         blocking = {a: t for a, t in by_algorithm.items() if not a.endswith(SUFFIX)}
-        others = [t for a, t in blocking.items() if a != "auto"]
+        others = [t for a, t in blocking.items() if a != "auto" and a not in NOT_ALLTOALLW]
         row = {"layout": layout, "bytes": size, "persistent": {}}
         if "auto" in blocking and others:
             row["auto_fastest"] = paired(blocking["auto"], others)
@@ -114,8 +120,14 @@ def point_ratios(times, choices=None):
     return rows
 
 
+def sweep_and_redistributions(rows):
+    """The rows split into the sizes sweep's (the goals' points) and the redistributions'."""
+    return ([r for r in rows if r["layout"] not in REDISTRIBUTIONS],
+            [r for r in rows if r["layout"] in REDISTRIBUTIONS])
+
+
 def summary(rows):
-    """The goal figures over the rows of one run."""
+    """The goal figures over the rows of one run (of the sweep: see sweep_and_redistributions)."""
     auto = [r["auto_fastest"] for r in rows if "auto_fastest" in r]
     to_native = [r["auto_native"] for r in rows if "auto_native" in r]
     to_chosen = [r["auto_chosen"] for r in rows if "auto_chosen" in r]
@@ -152,7 +164,8 @@ def report(path):
     title, times, paths = load_passes(path)
     count = max((len(passes(t)) for row in times.values() for t in row.values()), default=0)  # passes per point
     rows = point_ratios(times, auto_choices(path))
-    s = summary(rows)
+    sweep, redistributions = sweep_and_redistributions(rows)
+    s = summary(sweep)
     print("## {}\n\n{}\n\nEach ratio: the median over {} pass(es) of the ratio within a pass.\n".format(
         os.path.basename(path), title, count))
     print("| layout | bytes/peer | auto/fastest | auto/native | auto/its choice | node_leader persistent/native "
@@ -179,6 +192,14 @@ def report(path):
         worst = max(points, key=lambda p: p[2])
         print("{}: persistent slower than blocking at {} points (worst {:.2f} at {} {} B)".format(
             algorithm, len(points), worst[2], worst[0], worst[1]))
+    if redistributions:
+        r = summary(redistributions)
+        share = r["auto_within_1.10"]
+        print("redistributions ({}; rows above, not among the goals' points): auto within 1.10x of the fastest "
+              "Alltoallw algorithm at {} of {} points; worst {}; worst vs native {}".format(
+                  ", ".join(sorted({x["layout"] for x in redistributions})),
+                  "-" if share is None else round(share * r["points"]), r["points"], fmt(r["auto_worst"]),
+                  fmt(r["auto_native_worst"])))
     print("auto's paths: {}\n".format(paths.get("auto", "-")))
 
 

@@ -1,12 +1,14 @@
 """Tests of analysis/auto_goals.py on hand-made points."""
+import io
 import json
 import os
 import sys
 import tempfile
 import unittest
+from contextlib import redirect_stdout
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from auto_goals import load_passes, point_ratios, summary  # noqa: E402
+from auto_goals import load_passes, point_ratios, report, summary, sweep_and_redistributions  # noqa: E402
 
 
 class AutoGoals(unittest.TestCase):
@@ -89,6 +91,34 @@ class Passes(unittest.TestCase):
     def test_passes_pair_by_their_number_and_a_missing_pass_is_left_out(self):
         row, = point_ratios({("contiguous", 8): {"auto": {1: 10.0, 3: 30.0}, "native": {1: 10.0, 2: 1.0, 3: 30.0}}})
         self.assertAlmostEqual(row["auto_native"], 1.0)             # passes 1 and 3; pass 2 has no auto
+
+
+class Redistributions(unittest.TestCase):
+    def test_slab_rows_are_read_reported_apart_and_left_out_of_the_goals(self):
+        rows = [{"name": f"{kind}/{layout}/{algorithm}/1024/manual_time", "run_type": "iteration",
+                 "real_time": t, "time_unit": "us", "label": "auto (table) -> native" if algorithm == "auto" else ""}
+                for kind, layout, algorithm, t in (("alltoallw", "contiguous", "auto", 1.0),
+                                                   ("alltoallw", "contiguous", "native", 1.0),
+                                                   ("redistribute", "slab", "auto", 3.0),
+                                                   ("redistribute", "slab", "native", 3.0),
+                                                   ("redistribute", "slab", "node_leader", 2.0),
+                                                   ("redistribute", "slab", "local_remap", 0.5))]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "run.json")
+            with open(path, "w") as f:
+                json.dump({"context": {}, "benchmarks": rows}, f)
+            _, times, _ = load_passes(path)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                report(path)
+        sweep, slab = sweep_and_redistributions(point_ratios(times))
+        self.assertEqual([r["layout"] for r in slab], ["slab"])
+        self.assertAlmostEqual(slab[0]["auto_fastest"], 1.5)         # node_leader's 2.0, not local_remap's 0.5
+        self.assertEqual(summary(sweep)["points"], 1)                 # the goals count the sweep only
+        text = out.getvalue()
+        self.assertIn("auto within 1.10x of the fastest at 1 of 1 points", text)
+        self.assertIn("redistributions (slab; rows above, not among the goals' points): auto within 1.10x of the "
+                      "fastest Alltoallw algorithm at 0 of 1 points; worst 1.50", text)
 
 
 if __name__ == "__main__":
