@@ -175,11 +175,14 @@ def bench_samples(path):
 
 def bench_launches(paths):
     """bench_samples of several tb-bench launches, each point's passes of all of them together; a
-    launch that lacks a point another has is an error (the repetitions would not be of one sweep)."""
-    merged = {}
+    launch whose points or algorithms differ from the first's is an error (the repetitions would
+    not be of one sweep)."""
+    merged, first = {}, None
     for path in paths:
         points = bench_samples(path)
-        if merged and set(points) != set(merged):
+        shape = {point: set(by_algorithm) for point, by_algorithm in points.items()}
+        first = first or shape
+        if shape != first:
             raise ValueError(f"{path}: its points differ from {paths[0]}'s (launches of one sweep must run the same)")
         for point, by_algorithm in points.items():
             for algorithm, samples in by_algorithm.items():

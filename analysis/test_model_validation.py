@@ -260,6 +260,10 @@ class Report(unittest.TestCase):
             write_bench(other, {("vector64", MIB, "native"): [1, 2]})
             with self.assertRaisesRegex(ValueError, "bench-other.json: its points differ"):
                 model_validation.bench_launches(paths + [other])
+            fewer = os.path.join(tmp, "bench-fewer.json")
+            write_bench(fewer, {("contiguous", MIB, "native"): [1], ("contiguous", MIB, "pairwise"): [1]})
+            with self.assertRaisesRegex(ValueError, "bench-fewer.json: its points differ"):
+                model_validation.bench_launches(paths + [fewer])
             folder = os.path.join(tmp, "pred")
             os.mkdir(folder)
             write_prediction(os.path.join(folder, f"contiguous-{MIB}.csv"), {"native": 105e-6})

@@ -4,8 +4,8 @@
 # 1. Calibration: tb-beff on 2 ranks measures the host network (one message per size: the
 #    exchange median / 2, and the Hockney fit's beta beyond the largest size; self messages,
 #    the extra of non-contiguous messages, node handoffs; docs/cost-model.md), once before the
-#    measurements and once after each repetition (host-K.json), and host.json holds the median of each value over those calibrations
-#    (model_validation.py host-median): one tb-beff launch can land in a slow state (on the AMD
+#    measurements and once after each repetition (host-K.json), and host.json holds the median
+#    of each value over those calibrations (model_validation.py host-median): one tb-beff launch can land in a slow state (on the AMD
 #    VM a vector send's extra 4-5x in 3 of 7 launches of one run), and the median of launches
 #    spread over the run is not moved by a minority of them (TB_VALIDATION_CALIBRATIONS=once:
 #    only the first, as before);
@@ -46,7 +46,7 @@
 #   TB_VALIDATION_SWEEP [1K:4M]                 tb-bench's bytes per peer (powers of two); "none": no sweep
 #   TB_VALIDATION_LAYOUTS [contiguous,vector64] tb-bench's layouts
 #   TB_VALIDATION_MAX_SECONDS [5]               tb-redistribute's time limit per method and run
-#   TB_VALIDATION_MIN_TIME [0.05]               tb-bench's --benchmark_min_time per benchmark and pass
+#   TB_VALIDATION_MIN_TIME [0.05]               tb-bench's --benchmark_min_time per benchmark and launch
 #   TB_VALIDATION_BEFF_ARGS []                  extra tb-beff options (the CI test shortens its loops)
 #   TB_VALIDATION_CALIBRATIONS [spread]         spread: tb-beff before, between and after the
 #                                                measurements, the median of each value; once: before only
@@ -246,7 +246,6 @@ else
   if [ -z "${TB_VALIDATION_NETWORK:-}" ]; then
     mapfile -t hosts < <(find "$src" -maxdepth 1 -name 'host-[0-9]*.json' | sort -V)
   fi
-
   echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
 fi
 
