@@ -233,16 +233,31 @@ TEST(Checked, EveryRankRaisesBeforeAnythingMoves) {
   }
 }
 
+// MPI_COMM_WORLD's lower and upper halves joined by an intercommunicator (errors returned),
+// freed with the scope. Needs 2 ranks or more.
+struct TwoGroups {
+  const bool low = test::world_rank() < test::world_size() / 2;
+  MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+  TwoGroups() {
+    MPI_Comm_split(MPI_COMM_WORLD, low ? 1 : 0, test::world_rank(), &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? test::world_size() / 2 : 0, 77, &inter);
+    MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  }
+  ~TwoGroups() {
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+  }
+  TwoGroups(const TwoGroups&) = delete;
+  TwoGroups& operator=(const TwoGroups&) = delete;
+};
+
 // Checked mode on an intercommunicator: both groups learn of a mismatch in either direction.
 TEST(Checked, Intercommunicator) {
-  const int P = test::world_size(), me = test::world_rank();
-  if (P < 2) GTEST_SKIP() << "needs two groups";
+  if (test::world_size() < 2) GTEST_SKIP() << "needs two groups";
   test::ScopedEnv on("TB_CHECKED", "1");
-  const int low = me < P / 2 ? 1 : 0;
-  MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, low, me, &half);
-  MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? P / 2 : 0, 77, &inter);
-  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  const TwoGroups groups;
+  const bool low = groups.low;
+  const MPI_Comm inter = groups.inter;
   for (const auto& info : alltoallw_algorithms()) {
     auto a = info.make();
     Case c(inter);
@@ -256,8 +271,6 @@ TEST(Checked, Intercommunicator) {
     EXPECT_EQ(test::sum_over_ranks(c.wrong()), 0) << info.name;
     EXPECT_EQ(a->last_path(), info.name == "native" ? "native" : "native (intercommunicator)");
   }
-  MPI_Comm_free(&inter);
-  MPI_Comm_free(&half);
 }
 
 TEST(Checked, IsADeclaredSetting) {
@@ -332,15 +345,10 @@ TEST(CachedState, IsAttachedOnEveryRankOrOnNone) {
 TEST(CachedState, IsAttachedOnEveryRankOrOnNoneOfAnIntercommunicator) {
   const int P = test::world_size(), me = test::world_rank();
   if (P < 2) GTEST_SKIP() << "needs two groups";
-  MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
-  MPI_Comm_split(MPI_COMM_WORLD, me < P / 2, me, &half);
-  MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, me < P / 2 ? P / 2 : 0, 7, &inter);
-  MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+  const TwoGroups groups;
   int key = MPI_KEYVAL_INVALID;
   ASSERT_EQ(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, count_deletion, &key, nullptr), MPI_SUCCESS);
-  expect_attached_nowhere(inter, key, me == P - 1);  // the last rank: its group has others from 3 ranks
-  MPI_Comm_free(&inter);
-  MPI_Comm_free(&half);
+  expect_attached_nowhere(groups.inter, key, me == P - 1);  // the last rank: its group has others from 3 ranks
   MPI_Comm_free_keyval(&key);
 }
 
