@@ -1,7 +1,6 @@
 #include "collectives/algorithm_support.hpp"
 
-#include <algorithm>
-
+#include "collectives/every_rank.hpp"
 
 namespace tb {
 namespace {
@@ -78,18 +77,13 @@ ProblemRecord error_record(int reporter, int error_class) {
 }
 
 ProblemRecord agree_on_problem(const ProblemRecord& mine, MPI_Comm comm) {
-  int inter = 0;
-  TB_MPI_CHECK(PMPI_Comm_test_inter(comm, &inter));
   // Whether any rank found anything: one MPI_Allreduce of a flag (MPI_MAX, the library's fastest
   // path), two on an intercommunicator. Only when one did do the records travel.
-  std::int64_t any = mine.severity, seen = 0;
-  TB_MPI_CHECK(PMPI_Allreduce(&any, &seen, 1, MPI_INT64_T, MPI_MAX, comm));
-  if (inter) {
-    any = std::max(any, seen);
-    TB_MPI_CHECK(PMPI_Allreduce(&any, &seen, 1, MPI_INT64_T, MPI_MAX, comm));
-    seen = std::max(any, seen);
-  }
+  std::int64_t seen = 0;
+  check_mpi(max_over_every_rank(mine.severity, comm, &seen), "MPI_Allreduce (whether any rank found a problem)");
   if (seen == 0) return {};
+  int inter = 0;
+  TB_MPI_CHECK(PMPI_Comm_test_inter(comm, &inter));
   const Reduction& r = reduction();
   ProblemRecord all;
   TB_MPI_CHECK(PMPI_Allreduce(&mine, &all, 1, r.type, r.op, comm));

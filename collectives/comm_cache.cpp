@@ -1,8 +1,9 @@
 #include "collectives/comm_cache.hpp"
 
+#include "collectives/every_rank.hpp"
 #include "collectives/mpi_error.hpp"
 
-#include <algorithm>
+#include <cstdint>
 
 namespace tb {
 namespace {
@@ -16,18 +17,6 @@ int free_private(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-// The minimum of `value` over every rank of comm: one MPI_Allreduce, two on an intercommunicator
-// (whose reduction gives each group the other group's result).
-int min_over_ranks(int value, MPI_Comm comm, int* result) {
-  int inter = 0;
-  if (const int rc = PMPI_Comm_test_inter(comm, &inter); rc != MPI_SUCCESS) return rc;
-  if (const int rc = PMPI_Allreduce(&value, result, 1, MPI_INT, MPI_MIN, comm); rc != MPI_SUCCESS || !inter) return rc;
-  value = std::min(value, *result);
-  const int rc = PMPI_Allreduce(&value, result, 1, MPI_INT, MPI_MIN, comm);
-  *result = std::min(value, *result);
-  return rc;
-}
-
 }  // namespace
 
 void check_attached(int code) {
@@ -39,10 +28,10 @@ int set_attr_on_every_rank(MPI_Comm comm, int key, void* value, bool* caller_fre
   const int rc = PMPI_Comm_set_attr(comm, key, value);
   const int set_here = rc == MPI_SUCCESS ? 1 : 0;
   *caller_frees = set_here == 0;  // otherwise the attribute holds it, or its delete callback has freed it
-  int set_everywhere = 0;
-  const int agreed = min_over_ranks(set_here, comm, &set_everywhere);
+  std::int64_t failed_somewhere = 0;
+  const int agreed = max_over_every_rank(1 - set_here, comm, &failed_somewhere);
   if (agreed != MPI_SUCCESS) return agreed;  // what the others did is unknown: leave it as it is
-  if (set_everywhere == 1) return MPI_SUCCESS;
+  if (failed_somewhere == 0) return MPI_SUCCESS;
   if (set_here == 0) return rc;
   PMPI_Comm_delete_attr(comm, key);  // its delete callback frees value, as the failed ranks' callers do theirs
   return MPI_ERR_OTHER;              // only another rank failed
