@@ -164,11 +164,17 @@ mapfile -t costed < <(awk '$2 == "schedule" { print $1 }' <<< "$listing")
 [ ${#costed[@]} -gt 0 ] || { echo "model_validation: tb-model --list-algorithms names no costed algorithm" >&2; exit 1; }
 alltoallw=()
 for a in "${costed[@]}"; do [ "$a" = local_remap ] || alltoallw+=("$a"); done
+if [ "$sweep" != none ] && [ ${#alltoallw[@]} -eq 0 ]; then
+  echo "model_validation: tb-model costs no Alltoallw algorithm (only local_remap) for the per-size sweep;" \
+    "set TB_VALIDATION_SWEEP=none" >&2
+  exit 1
+fi
 join() { local IFS=,; echo "$*"; }
 # The algorithms of the array named $2 (default costed) rotated left by $1 places: repetition k
 # starts with the k-th.
 rotated() {
   local -n list=${2:-costed}
+  [ ${#list[@]} -gt 0 ] || return 0
   local k=$(($1 % ${#list[@]}))
   join "${list[@]:k}" "${list[@]:0:k}"
 }
