@@ -36,16 +36,16 @@ from alltoallw_sizes import title_of  # noqa: E402
 SUFFIX = ":persistent"
 BENCH_NAME = re.compile(r"^(?P<kind>alltoallw|redistribute)/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<bytes>\d+)"
                         r"(/pass:(?P<pass>\d+))?/")
-REDISTRIBUTIONS = ("slab", "pencil")  # tb-bench's redistribute/ layouts
-NOT_ALLTOALLW = ("local_remap",)      # timed beside the algorithms on those layouts
+NOT_ALLTOALLW = ("local_remap",)  # timed beside the algorithms on the redistribute/ layouts
 
 
 def load_passes(path):
-    """(title, {(layout, bytes per peer): {algorithm: {pass number: us}}}, {algorithm: label}) from a
-    tb-bench JSON (a run without passes is pass 1); aggregate and failed rows are left out."""
+    """(title, {(layout, bytes per peer): {algorithm: {pass number: us}}}, {algorithm: label},
+    {layouts of redistribute/ rows}) from a tb-bench JSON (a run without passes is pass 1); aggregate
+    and failed rows are left out."""
     with open(path) as f:
         data = json.load(f)
-    runs, labels = {}, {}
+    runs, labels, redistributions = {}, {}, set()
     for b in data["benchmarks"]:
         name = BENCH_NAME.match(b["name"])
         if not name or b.get("run_type") == "aggregate" or b.get("error_occurred"):
@@ -54,8 +54,10 @@ def load_passes(path):
         key = (name["layout"], int(name["bytes"]))
         runs.setdefault(key, {}).setdefault(name["algorithm"], []).append((int(name["pass"] or 1), b["real_time"] * scale))
         labels[name["algorithm"]] = b.get("label", "")
+        if name["kind"] == "redistribute":
+            redistributions.add(name["layout"])
     times = {key: {a: dict(sorted(ps)) for a, ps in by_algorithm.items()} for key, by_algorithm in runs.items()}
-    return title_of(data.get("context", {})), times, labels
+    return title_of(data.get("context", {})), times, labels, redistributions
 
 
 def passes(value):
@@ -120,10 +122,11 @@ def point_ratios(times, choices=None):
     return rows
 
 
-def sweep_and_redistributions(rows):
-    """The rows split into the sizes sweep's (the goals' points) and the redistributions'."""
-    return ([r for r in rows if r["layout"] not in REDISTRIBUTIONS],
-            [r for r in rows if r["layout"] in REDISTRIBUTIONS])
+def sweep_and_redistributions(rows, redistributions):
+    """The rows split into the sizes sweep's (the goals' points) and those of the layouts named in
+    `redistributions` (tb-bench's redistribute/ rows: load_passes)."""
+    return ([r for r in rows if r["layout"] not in redistributions],
+            [r for r in rows if r["layout"] in redistributions])
 
 
 def summary(rows):
@@ -160,11 +163,19 @@ def fmt(x):
     return "-" if x is None else "{:.2f}".format(x)
 
 
+def print_persistent_slower(s, prefix=""):
+    """One line per algorithm whose persistent form was slower than its blocking one somewhere."""
+    for algorithm, points in sorted(s["persistent_slower"].items()):
+        worst = max(points, key=lambda p: p[2])
+        print("{}{}: persistent slower than blocking at {} points (worst {:.2f} at {} {} B)".format(
+            prefix, algorithm, len(points), worst[2], worst[0], worst[1]))
+
+
 def report(path):
-    title, times, paths = load_passes(path)
+    title, times, paths, redistribution_layouts = load_passes(path)
     count = max((len(passes(t)) for row in times.values() for t in row.values()), default=0)  # passes per point
     rows = point_ratios(times, auto_choices(path))
-    sweep, redistributions = sweep_and_redistributions(rows)
+    sweep, redistributions = sweep_and_redistributions(rows, redistribution_layouts)
     s = summary(sweep)
     print("## {}\n\n{}\n\nEach ratio: the median over {} pass(es) of the ratio within a pass.\n".format(
         os.path.basename(path), title, count))
@@ -188,10 +199,7 @@ def report(path):
     print("prepared auto / the fastest other prepared form: within 1.10x at {} of {} points; worst {}".format(
         s["prepared_auto_within_1.10"], s["prepared_auto_points"], fmt(s["prepared_auto_worst"])))
     print("node_leader persistent / native at 1 B - 4 KiB: worst {}".format(fmt(s["leader_persistent_native_worst"])))
-    for algorithm, points in sorted(s["persistent_slower"].items()):
-        worst = max(points, key=lambda p: p[2])
-        print("{}: persistent slower than blocking at {} points (worst {:.2f} at {} {} B)".format(
-            algorithm, len(points), worst[2], worst[0], worst[1]))
+    print_persistent_slower(s)
     if redistributions:
         r = summary(redistributions)
         share = r["auto_within_1.10"]
@@ -200,6 +208,9 @@ def report(path):
                   ", ".join(sorted({x["layout"] for x in redistributions})),
                   "-" if share is None else round(share * r["points"]), r["points"], fmt(r["auto_worst"]),
                   fmt(r["auto_native_worst"])))
+        print("redistributions, prepared auto / the fastest other prepared form: within 1.10x at {} of {} points; "
+              "worst {}".format(r["prepared_auto_within_1.10"], r["prepared_auto_points"], fmt(r["prepared_auto_worst"])))
+        print_persistent_slower(r, "redistributions, ")
     print("auto's paths: {}\n".format(paths.get("auto", "-")))
 
 

@@ -83,10 +83,11 @@ class Passes(unittest.TestCase):
             path = os.path.join(tmp, "run.json")
             with open(path, "w") as f:
                 json.dump({"context": {}, "benchmarks": rows}, f)
-            _, times, labels = load_passes(path)
+            _, times, labels, redistributions = load_passes(path)
         self.assertEqual(times[("contiguous", 8)]["auto"], {1: 3.0, 2: 5.0})
         self.assertEqual(times[("contiguous", 8)]["native"], {1: 0.004})
         self.assertEqual(labels["auto"], "auto -> native")
+        self.assertEqual(redistributions, set())
 
     def test_passes_pair_by_their_number_and_a_missing_pass_is_left_out(self):
         row, = point_ratios({("contiguous", 8): {"auto": {1: 10.0, 3: 30.0}, "native": {1: 10.0, 2: 1.0, 3: 30.0}}})
@@ -94,7 +95,7 @@ class Passes(unittest.TestCase):
 
 
 class Redistributions(unittest.TestCase):
-    def test_slab_rows_are_read_reported_apart_and_left_out_of_the_goals(self):
+    def test_redistribute_rows_are_read_reported_apart_and_left_out_of_the_goals(self):
         rows = [{"name": f"{kind}/{layout}/{algorithm}/1024/manual_time", "run_type": "iteration",
                  "real_time": t, "time_unit": "us", "label": "auto (table) -> native" if algorithm == "auto" else ""}
                 for kind, layout, algorithm, t in (("alltoallw", "contiguous", "auto", 1.0),
@@ -102,23 +103,29 @@ class Redistributions(unittest.TestCase):
                                                    ("redistribute", "slab", "auto", 3.0),
                                                    ("redistribute", "slab", "native", 3.0),
                                                    ("redistribute", "slab", "node_leader", 2.0),
-                                                   ("redistribute", "slab", "local_remap", 0.5))]
+                                                   ("redistribute", "slab", "local_remap", 0.5),
+                                                   ("redistribute", "slab", "node_leader:persistent", 2.2),
+                                                   ("redistribute", "brick", "auto", 1.0),
+                                                   ("redistribute", "brick", "native", 1.0))]
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "run.json")
             with open(path, "w") as f:
                 json.dump({"context": {}, "benchmarks": rows}, f)
-            _, times, _ = load_passes(path)
+            _, times, _, redistributions = load_passes(path)
             out = io.StringIO()
             with redirect_stdout(out):
                 report(path)
-        sweep, slab = sweep_and_redistributions(point_ratios(times))
-        self.assertEqual([r["layout"] for r in slab], ["slab"])
-        self.assertAlmostEqual(slab[0]["auto_fastest"], 1.5)         # node_leader's 2.0, not local_remap's 0.5
+        self.assertEqual(redistributions, {"slab", "brick"})          # by the rows' kind, not a list of names
+        sweep, moved = sweep_and_redistributions(point_ratios(times), redistributions)
+        self.assertEqual([r["layout"] for r in moved], ["brick", "slab"])
+        self.assertAlmostEqual(moved[1]["auto_fastest"], 1.5)        # node_leader's 2.0, not local_remap's 0.5
         self.assertEqual(summary(sweep)["points"], 1)                 # the goals count the sweep only
         text = out.getvalue()
         self.assertIn("auto within 1.10x of the fastest at 1 of 1 points", text)
-        self.assertIn("redistributions (slab; rows above, not among the goals' points): auto within 1.10x of the "
-                      "fastest Alltoallw algorithm at 0 of 1 points; worst 1.50", text)
+        self.assertIn("redistributions (brick, slab; rows above, not among the goals' points): auto within 1.10x of "
+                      "the fastest Alltoallw algorithm at 1 of 2 points; worst 1.50", text)
+        self.assertIn("redistributions, node_leader: persistent slower than blocking at 1 points (worst 1.10 at "
+                      "slab 1024 B)", text)
 
 
 if __name__ == "__main__":
