@@ -3,6 +3,7 @@
 #include "collectives/mpi_error.hpp"
 #include "collectives/node_layout.hpp"
 #include "collectives/simulated_datatype_engine.hpp"
+#include "microbench/machine_state.hpp"
 
 #include <hwloc.h>
 #include <unistd.h>
@@ -125,6 +126,7 @@ nlohmann::json run_metadata(MPI_Comm comm) {
   j["host"] = host;
   j["hwloc"] = root_hwloc_summary(comm);
   j["environment"] = relevant_environment();
+  j["cross_core_handoff"] = cross_core_handoff(comm);
 #if defined(TB_SMPI)
   // What the simulation charges that SMPI itself does not: the library's datatype engine.
   j["smpi_datatype_engine"] = simulated_datatype_engine_summary();

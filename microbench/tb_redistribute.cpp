@@ -13,6 +13,7 @@
 #include "collectives/pack.hpp"
 #include "collectives/registry.hpp"
 #include "microbench/checks.hpp"
+#include "microbench/machine_state.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
@@ -215,6 +216,7 @@ void print_table(const Options& opt, const Problem& p, const nlohmann::json& met
   std::printf("  MPI: %s | cores %d, NUMA nodes %d | commit %s\n", meta["mpi_library"].get<std::string>().c_str(),
               meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
               meta["git_commit"].get<std::string>().c_str());
+  if (const std::string state = tb::cross_core_handoff_text(meta); !state.empty()) std::printf("  %s\n", state.c_str());
   std::printf("  local array: up to %.2f MiB per rank, %s buffers; timing: %d inner x %zu outer, MAX over ranks\n\n",
               static_cast<double>(max_bytes) / (1 << 20), buffers_name(opt).c_str(), opt.timing.inner,
               floor.seconds_per_op.size());

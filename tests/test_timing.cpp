@@ -1,4 +1,6 @@
-// The timing method: MAX over ranks, fastest and median per operation, the time budget.
+// The timing method: MAX over ranks, fastest and median per operation, the time budget; the
+// metadata every result carries, the machine's cross-core handoff state among it.
+#include "microbench/machine_state.hpp"
 #include "microbench/run_metadata.hpp"
 #include "microbench/timing.hpp"
 #include "mpi_test_support.hpp"
@@ -50,6 +52,34 @@ TEST(RunMetadata, NamesTheLibraryRanksAndCommit) {
   EXPECT_GE(meta.at("nodes").get<int>(), 1);
   EXPECT_GE(meta.at("hwloc").at("cores").get<int>(), 1);
   EXPECT_FALSE(meta.at("git_commit").get<std::string>().empty());
+}
+
+TEST(RunMetadata, RecordsTheCrossCoreHandoffStateWhereANodeHasTwoRanks) {
+  const auto handoff = run_metadata(MPI_COMM_WORLD).at("cross_core_handoff");
+  int node_size = 0;
+  MPI_Comm node = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), MPI_SUCCESS);
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  if (node_size < 2) {
+    EXPECT_TRUE(handoff.is_null()) << handoff.dump();
+    return;
+  }
+  ASSERT_TRUE(handoff.is_object()) << handoff.dump();
+  EXPECT_EQ(handoff.at("bytes").get<long long>(), 1 << 20);
+  const double copied = handoff.at("handoff_us").get<double>(), within = handoff.at("private_us").get<double>();
+  EXPECT_GT(copied, 0.0);
+  EXPECT_GT(within, 0.0);
+  EXPECT_DOUBLE_EQ(handoff.at("ratio").get<double>(), copied / within);
+}
+
+TEST(CrossCoreHandoff, TextNamesTheSlowStateAboveItsRatio) {
+  const nlohmann::json usual = {{"cross_core_handoff", {{"bytes", 1 << 20}, {"handoff_us", 52.0}, {"private_us", 50.0}, {"ratio", 1.04}}}};
+  const nlohmann::json slow = {{"cross_core_handoff", {{"bytes", 1 << 20}, {"handoff_us", 480.0}, {"private_us", 50.0}, {"ratio", 9.6}}}};
+  EXPECT_EQ(cross_core_handoff_text(usual), "cross-core handoff of 1 MiB: 52 us, 50 us within a core (1.0x)");
+  EXPECT_EQ(cross_core_handoff_text(slow), "cross-core handoff of 1 MiB: 480 us, 50 us within a core (9.6x) SLOW STATE");
+  EXPECT_EQ(cross_core_handoff_text({{"cross_core_handoff", nullptr}}), "");
+  EXPECT_EQ(cross_core_handoff_text(nlohmann::json::object()), "");
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "collectives/algorithms/ucx_zcopy.hpp"
 #endif
 #include "fpga_transport/beff.hpp"
+#include "microbench/machine_state.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
@@ -524,6 +525,7 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   std::printf("tb-beff  %d ranks in a ring (%s), sizes 2^0..2^%d, %d repetitions%s\n", size,
               meta["mpi_library"].get<std::string>().c_str(), opt.rules.max_exponent, opt.repetitions,
               opt.loop_divisor > 1 ? (", loop lengths / " + std::to_string(opt.loop_divisor)).c_str() : "");
+  if (const std::string state = tb::cross_core_handoff_text(meta); !state.empty()) std::printf("  %s\n", state.c_str());
   std::printf("  %10s %10s %14s %14s %16s\n", "bytes", "loops", "time s", "b(L) GB/s", "per rank GB/s");
   for (const auto& p : b.result.points)
     std::printf("  %10lld %10lld %14.6f %14.4f %16.4f\n", static_cast<long long>(p.bytes),
@@ -605,7 +607,8 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                       {"host", b.host},
                       {"library", library},
                       {"calibration", {{"ranks", size}, {"mpi_library", meta["mpi_library"]},
-                                       {"timestamp_utc", meta["timestamp_utc"]}, {"git_commit", meta["git_commit"]}}}}
+                                       {"timestamp_utc", meta["timestamp_utc"]}, {"git_commit", meta["git_commit"]},
+                                       {"cross_core_handoff", meta["cross_core_handoff"]}}}}
            .dump(2)
     << "\n";
   if (!f) throw std::runtime_error("cannot write " + path);
@@ -615,6 +618,7 @@ int run(const Options& opt) {
   int rank = 0, size = 1;
   TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);  // before the measurements: the state they start in
   Exchanges x = measure_exchanges(opt, rank, size);
   Beff b = evaluate(opt, size, x);
   b.host.self_measured = measure_self_messages(opt, rank, x.wrong);
@@ -625,7 +629,6 @@ int run(const Options& opt) {
   b.host.gets = measure_gets(opt, rank, size, x.wrong);
   b.host.cold = measure_cold_messages(opt, rank, size, x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
-  const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   if (rank == 0) {
     print_report(opt, size, meta, x, b, library);
     if (!opt.json.empty()) tb::write_results_json(opt.json, meta, result_rows(opt, size, x, b));
