@@ -20,7 +20,8 @@ measured median, the repetitions' spread, the prediction and the signed error
 Then, per algorithm and overall, over the points from 1 KiB per peer: the median and the mean of
 |error|, the bias (the mean signed error) and how many points from 64 KiB per peer are within
 25 %; and whether the model's ranking of the algorithms (fastest first) is the measured one at
-the 256^3 slab and at 1 MiB per peer, where those points were run. The markdown report goes to
+the 256^3 slab and at 1 MiB per peer, where those points were run; last, the state each launch
+started in (calibrations, redistributions, sweep launches: state_lines). The markdown report goes to
 stdout (and --markdown), one CSV row per algorithm and point to --csv. --expect-algorithms names
 the algorithms every point must have (the costed ones): one missing is an error.
 
@@ -49,7 +50,8 @@ median). The files must be of one shape: the same curves at the same
 sizes, block sizes and traffic sizes, the same strings; anything else is an error naming where
 they differ. A number's median is the lower middle value with an even count of files, so that
 it is always a value one calibration measured (the states can be 4x apart); the Hockney fit's
-alpha and beta get a median each. The calibration block lists every file's timestamp.
+alpha and beta get a median each. The calibration block lists every file's timestamp and
+cross-core handoff state (the state its launch started in; report's last section).
 """
 import argparse
 import csv
@@ -67,6 +69,7 @@ WITHIN_FROM_BYTES = 64 * KIB    # "within 25 %" counts points from 64 KiB per pe
 WITHIN = 0.25
 RANKING_SHAPE = "256x256x256"   # the slab whose ranking is checked
 RANKING_BYTES = MIB             # and every point at this many bytes per peer
+SLOW_HANDOFF_RATIO = 3.0       # microbench/machine_state.hpp's kSlowHandoffRatio
 # The issue's goals, reported (never fitted to, never asserted): median |error|, |bias|.
 GOAL_MEDIAN_ABS, GOAL_ABS_BIAS = 0.15, 0.05
 
@@ -480,6 +483,12 @@ def report(args):
     lines = report_lines(comparisons, expected)
     if args.calibrations:
         lines += [""] + spread_lines(args.calibrations)
+    launches = [("calibrations", args.calibrations or []),
+                ("redistributions", [p for group in args.redistribute or [] for p in group[1:]]),
+                ("sweep launches", (args.bench or [])[:-1])]
+    launches = [(kind, paths) for kind, paths in launches if paths]
+    if launches:
+        lines += [""] + state_lines(launches)
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:
@@ -665,12 +674,14 @@ def host_median(hosts):
             raise ValueError(f"{path}: not JSON ({e})") from None
     calibrations = [spec.pop("calibration", {}) for spec in specs]
     stamps = [c.pop("timestamp_utc", None) for c in calibrations]
+    states = [c.pop("cross_core_handoff", None) for c in calibrations]  # each launch's own
     for path, c in zip(hosts, calibrations):
         if c != calibrations[0]:  # another commit, library or rank count
             raise ValueError(f"{path}: its calibration block {c} differs from {hosts[0]}'s {calibrations[0]}")
     merged = median_of(specs, hosts, "network")
     calibration = calibrations[0]
     calibration["timestamps_utc"] = stamps
+    calibration["cross_core_handoffs"] = states
     calibration["median_of"] = len(hosts)
     merged["calibration"] = calibration
     if isinstance(merged.get("comment"), str):
@@ -727,6 +738,34 @@ def calibration_spread(hosts):
         if name not in widest or relative(values) > relative(widest[name][1]):
             widest[name] = (x, values)
     return [(name, x, min(v), statistics.median_low(v), max(v)) for name, (x, v) in widest.items()]
+
+
+def handoff_ratio(doc):
+    """The cross-core handoff ratio (microbench/machine_state.hpp) a tool recorded when its launch
+    started: tb-redistribute's metadata, tb-bench's context (a JSON string there), a tb-beff
+    calibration's block; None where it recorded none (an older file, one rank per node)."""
+    for holder in (doc.get("metadata"), doc.get("context"), doc.get("calibration")):
+        if isinstance(holder, dict) and "cross_core_handoff" in holder:
+            state = holder["cross_core_handoff"]
+            if isinstance(state, str):
+                state = json.loads(state)
+            return state.get("ratio") if isinstance(state, dict) else None
+    return None
+
+
+def state_lines(launches):
+    """The markdown section on the machine's state per launch: `launches` is [(kind, [paths])]."""
+    lines = [f"Machine state per launch: a 1 MiB handoff between the two cores over a copy within one "
+             f"(tb-* runs record it when they start); above {SLOW_HANDOFF_RATIO:g}x the launch started in the "
+             f"slow state, in which node_leader's handoffs and ucx_zcopy's gets take several times their "
+             f"usual time while MPI's messages do not. A point's median mixes its launches' states.", ""]
+    for kind, paths in launches:
+        ratios = [handoff_ratio(load_json(p)) for p in paths]
+        known = [r for r in ratios if r is not None]
+        slow = sum(1 for r in known if r > SLOW_HANDOFF_RATIO)
+        text = ", ".join("-" if r is None else f"{r:.1f}" for r in ratios)
+        lines.append(f"- {kind}: {slow} of {len(known)} slow ({text})" if known else f"- {kind}: not recorded")
+    return lines
 
 
 def spread_lines(hosts):

@@ -176,11 +176,26 @@ def write_redistribute(path, rows_s, shape="64x64x64", local_bytes=2 * MIB, rank
         json.dump({"metadata": {"ranks": ranks}, "results": rows}, f)
 
 
+def record_state(path, ratio):
+    """Records a cross-core handoff state in a tool's file where that tool puts it: tb-bench's
+    context (a JSON string), tb-redistribute's metadata, a tb-beff calibration's block."""
+    with open(path) as f:
+        doc = json.load(f)
+    state = {"bytes": MIB, "handoff_us": 50.0 * ratio, "private_us": 50.0, "ratio": ratio}
+    if "benchmarks" in doc:
+        doc["context"]["cross_core_handoff"] = json.dumps(state)
+    else:
+        doc["metadata" if "metadata" in doc else "calibration"]["cross_core_handoff"] = state
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
 class Report(unittest.TestCase):
     """The whole report from files as model_validation.sh writes them."""
 
     def run_report(self, tmp, redistribute_reps=5, bench_passes=5, expect="native,pairwise,local_remap",
-                   calibrations=0):
+                   calibrations=0, states=None):
+        """`states`: {file name: cross-core handoff ratio} recorded in those files, as tb-* do."""
         bench = os.path.join(tmp, "bench.json")
         write_bench(bench, {("contiguous", MIB, "native"): [100, 110, 400, 90, 105][:bench_passes],   # median 105 us
                             ("contiguous", MIB, "pairwise"): [200, 210, 190, 205, 50][:bench_passes]})  # median 200 us
@@ -200,6 +215,8 @@ class Report(unittest.TestCase):
                 "--csv", out_csv, "--markdown", out_md, "--expect-algorithms", expect]
         if calibrations:
             argv += ["--calibrations"] + [calibration(tmp, f"h{k}.json", k + 1, f"t{k}") for k in range(calibrations)]
+        for name, ratio in (states or {}).items():
+            record_state(os.path.join(tmp, name), ratio)
         text = io.StringIO()
         with redirect_stdout(text):
             code = model_validation.main(argv)
@@ -282,6 +299,20 @@ class Report(unittest.TestCase):
         self.assertNotIn("Calibration spread", plain)
         self.assertIn("Calibration spread: 3 tb-beff calibration(s)", text)
         self.assertIn("| host: alpha s | - | s | 1e-06 | 2e-06 | 3e-06 | 3.00 |", text)
+
+    def test_the_state_each_launch_started_in_closes_the_report(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            _, before, _ = self.run_report(tmp)
+        self.assertIn("- redistributions: not recorded", before)  # files written before tb-* recorded it
+        states = {"h0.json": 1.0, "h1.json": 8.7, "bench.json": 1.1, "measured-64-rep0.json": 1.1,
+                  "measured-64-rep1.json": 9.4, "measured-64-rep2.json": 1.2, "measured-64-rep3.json": 1.0,
+                  "measured-64-rep4.json": 1.1}
+        with tempfile.TemporaryDirectory() as tmp:
+            code, text, _ = self.run_report(tmp, calibrations=3, states=states)
+        self.assertEqual(code, 0)
+        self.assertIn("- calibrations: 1 of 2 slow (1.0, 8.7, -)", text)  # h2.json recorded none
+        self.assertIn("- redistributions: 1 of 5 slow (1.1, 9.4, 1.2, 1.0, 1.1)", text)
+        self.assertIn("- sweep launches: 0 of 1 slow (1.1)", text)
 
     def test_fewer_than_five_repetitions_is_an_error(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -419,6 +450,14 @@ class HostMedian(unittest.TestCase):
         self.assertEqual(merged["calibration"]["timestamps_utc"], ["t0", "t1", "t2"])
         self.assertEqual(merged["calibration"]["median_of"], 3)
         self.assertEqual(merged["kind"], "host")
+
+    def test_each_calibrations_state_is_kept_not_merged(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", 1, f"t{k}") for k in range(3)]
+            record_state(files[0], 1.1)
+            record_state(files[1], 9.0)
+            merged = model_validation.host_median(files)  # states differ: no "calibration block differs"
+        self.assertEqual([s and s["ratio"] for s in merged["calibration"]["cross_core_handoffs"]], [1.1, 9.0, None])
 
     def test_one_calibration_is_itself(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -3,7 +3,8 @@
 #   check_model_validation.sh recost RUN_DIR OUT_DIR
 #     re-costs a finished run (TB_VALIDATION_RECOST=RUN_DIR): the same model on the same
 #     measurements must give the run's validation.csv byte for byte, its report the spread of every
-#     calibration the run made (host-K.json); re-costed on one of them (TB_VALIDATION_NETWORK) the
+#     calibration the run made (host-K.json) and the state each calibration and sweep launch started
+#     in; re-costed on one of them (TB_VALIDATION_NETWORK) the
 #     report names that file and shows no spread; RUN_DIR is left as it was (its file list and
 #     validation.csv).
 #   check_model_validation.sh once OUT_DIR
@@ -23,6 +24,9 @@ case ${1:-} in
     hosts=$(find "$run" -maxdepth 1 -name 'host-[0-9]*.json' | wc -l)
     [ "$hosts" -ge 2 ] || fail "the run made $hosts calibration(s); the smoke test spreads them"
     grep -q "^Calibration spread: $hosts tb-beff calibration(s)" "$out/report.md" || fail "no spread of $hosts calibrations in the report"
+    grep -Eq "^- calibrations: [0-9]+ of $hosts slow \([0-9.]+(, [0-9.]+)*\)$" "$out/report.md" ||
+      fail "the report does not give the state each of the $hosts calibrations started in"
+    grep -Eq "^- sweep launches: [0-9]+ of [0-9]+ slow " "$out/report.md" || fail "no state per sweep launch in the report"
     TB_VALIDATION_RECOST=$run TB_VALIDATION_NETWORK=$run/host-1.json TB_VALIDATION_OUT=$out-host1 "$script" mpich \
       > "$out-host1.log" 2>&1 || { tail -n 20 "$out-host1.log"; fail "re-costing on host-1.json exited $?"; }
     grep -q "^re-costing the measurements of $run on $run/host-1.json" "$out-host1/run.txt" || fail "run.txt does not name host-1.json"
