@@ -13,8 +13,10 @@
 # Environment: TB_SLAB_SHAPE (default 256,256,256), TB_SLAB_MPICH (an MPICH prefix to run
 # instead of the install build/mpich-patched was built against, such as the dev prefix of
 # mpich/build.sh --incremental), TB_SLAB_OUT (keep the CSV files in this directory).
-# Prints per round the fastest time of each (ms) and the ratios debian/patched (goal: >= 3) and
-# patched/pmpi (goal: <= 1.1), then the median of each over the rounds.
+# Prints per round the fastest time of each (ms), the ratios debian/patched (goal: >= 3) and
+# patched/pmpi (goal: <= 1.1) and which launches started in the machine's slow cross-core state
+# (their cross_core_handoff above 3x: node_leader's handoffs then take several times as long),
+# then the median of each ratio over the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for b in mpich mpich-patched; do
@@ -33,17 +35,24 @@ selection=$PWD/mpich/tuning/alltoallw.json
 echo "slab_goal: MPICH $prefix, $rounds rounds, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD)" >&2
 for r in $(seq 1 "$rounds"); do
   echo "slab_goal: round $r/$rounds" >&2
-  mpiexec.mpich -n 2 build/mpich/bin/tb-redistribute "${args[@]}" --method native --csv "$out/debian.r$r.csv" >/dev/null
+  mpiexec.mpich -n 2 build/mpich/bin/tb-redistribute "${args[@]}" --method native --csv "$out/debian.r$r.csv" --json "$out/debian.r$r.json" >/dev/null
   env "${patched_env[@]}" MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE="$selection" \
     "$prefix/bin/mpiexec" -n 2 build/mpich-patched/bin/tb-redistribute "${args[@]}" --method native \
-    --csv "$out/patched.r$r.csv" >/dev/null
+    --csv "$out/patched.r$r.csv" --json "$out/patched.r$r.json" >/dev/null
   env "${patched_env[@]}" "$prefix/bin/mpiexec" -n 2 build/mpich-patched/bin/tb-redistribute "${args[@]}" \
-    --method node_leader --csv "$out/pmpi.r$r.csv" >/dev/null
+    --method node_leader --csv "$out/pmpi.r$r.csv" --json "$out/pmpi.r$r.json" >/dev/null
 done
 
 /usr/bin/python3 - "$out" "$rounds" <<'EOF'
-import csv, pathlib, statistics, sys
+import csv, json, pathlib, statistics, sys
 out, rounds = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+SIDES = ("debian", "patched", "pmpi")
+def slow(r):
+    """The launches of round r that started in the slow cross-core state (microbench/machine_state.hpp)."""
+    def ratio(side):
+        state = json.load(open(out / f"{side}.r{r}.json"))["metadata"].get("cross_core_handoff")
+        return state["ratio"] if state else 0.0
+    return ",".join(side for side in SIDES if ratio(side) > 3.0) or "-"
 def fastest(side, r):
     rows = list(csv.DictReader(open(out / f"{side}.r{r}.csv")))
     alg = [row for row in rows if row["method"].startswith("alltoallw:")]
@@ -52,13 +61,13 @@ def fastest(side, r):
         sys.exit(f"slab_goal: {side} round {r}: no verified Alltoallw row in {out / f'{side}.r{r}.csv'}")
     return float(alg[0]["fastest_s"]) * 1e3, float(floor[0]["fastest_s"]) * 1e3
 print(f"{'round':>5} {'debian ms':>10} {'patched ms':>10} {'pmpi ms':>10} {'floor ms':>9} "
-      f"{'debian/patched':>14} {'patched/pmpi':>12}")
+      f"{'debian/patched':>14} {'patched/pmpi':>12}  started slow")
 goal, match = [], []
 for r in range(1, rounds + 1):
     (d, floor), (p, _), (n, _) = fastest("debian", r), fastest("patched", r), fastest("pmpi", r)
     goal.append(d / p)
     match.append(p / n)
-    print(f"{r:>5} {d:>10.2f} {p:>10.2f} {n:>10.2f} {floor:>9.2f} {d / p:>14.2f} {p / n:>12.2f}")
+    print(f"{r:>5} {d:>10.2f} {p:>10.2f} {n:>10.2f} {floor:>9.2f} {d / p:>14.2f} {p / n:>12.2f}  {slow(r)}")
 print(f"median debian/patched {statistics.median(goal):.2f} (goal >= 3: met in {sum(g >= 3 for g in goal)} of {rounds} rounds); "
       f"median patched/pmpi {statistics.median(match):.2f} (goal <= 1.1: met in {sum(m <= 1.1 for m in match)} of {rounds})")
 EOF
