@@ -3,7 +3,7 @@
 
   model_validation.py report [--redistribute PREDICTED.csv MEASURED.json [MEASURED.json ...]] ...
                              [--bench BENCH.json [BENCH.json ...] PREDICTIONS_DIR] [--markdown OUT.md] [--csv OUT.csv]
-                             [--min-repetitions 5] [--expect-algorithms a,b,...]
+                             [--min-repetitions 5] [--expect-algorithms a,b,...] [--state all|fast|slow]
 Compares what experiments/model_validation.sh writes:
 - one --redistribute per cube: tb-model's CSV for it (--csv, one network: the calibrated host) and
   tb-redistribute's JSON of every repetition. A repetition's figure is its median_s (the median of
@@ -21,7 +21,10 @@ Then, per algorithm and overall, over the points from 1 KiB per peer: the median
 |error|, the bias (the mean signed error) and how many points from 64 KiB per peer are within
 25 %; and whether the model's ranking of the algorithms (fastest first) is the measured one at
 the 256^3 slab and at 1 MiB per peer, where those points were run; last, the state each launch
-started in (calibrations, redistributions, sweep launches: state_lines). The markdown report goes to
+started in (calibrations, redistributions, sweep launches: state_lines). --state fast (or slow)
+keeps only the launches that started in that state, for a model calibrated in it (host-median
+--state): the machine's slow state slows handoffs between the cores about 9x, and a point whose
+repetitions mix the states is a median of two machines. The markdown report goes to
 stdout (and --markdown), one CSV row per algorithm and point to --csv. --expect-algorithms names
 the algorithms every point must have (the costed ones): one missing is an error.
 
@@ -41,7 +44,7 @@ outer loops, as every measured point's), never its fastest; where several runs (
 copied the same size, the median bandwidth is used. Only the cost per block is taken from BASE
 (tb-model --save-memory).
 
-  model_validation.py host-median OUT HOST [HOST ...]
+  model_validation.py host-median [--state all|fast|slow] OUT HOST [HOST ...]
 Writes a tb-model host network (OUT) whose every measured value is the median of that value over
 the HOST files, tb-beff --fit-out calibrations made at different moments of one validation (the
 script spreads them over its measurements: a tb-beff launch can land in a slow state, pricing a
@@ -51,7 +54,8 @@ sizes, block sizes and traffic sizes, the same strings; anything else is an erro
 they differ. A number's median is the lower middle value with an even count of files, so that
 it is always a value one calibration measured (the states can be 4x apart); the Hockney fit's
 alpha and beta get a median each. The calibration block lists every file's timestamp and
-cross-core handoff state (the state its launch started in; report's last section).
+cross-core handoff state (the state its launch started in; report's last section). --state fast
+(or slow) takes the median over the calibrations that started in that state only.
 """
 import argparse
 import csv
@@ -453,14 +457,19 @@ def collect(args):
     by layout and size."""
     comparisons = []
     for group in args.redistribute or []:
-        predicted_path, measured_paths = group[0], group[1:]
+        predicted_path, measured_paths = group[0], launches_in(group[1:], args.state)
+        if not measured_paths:
+            raise ValueError(f"{', '.join(group[1:])}: no repetition started in the {args.state} state")
         point, samples = redistribute_samples(measured_paths)
         comparisons += compare(point, samples, predicted_rows(predicted_path), args.min_repetitions,
                                ", ".join(measured_paths))
     if args.bench:
         if len(args.bench) < 2:
             raise ValueError("--bench needs tb-bench's JSON file(s), then the folder of predictions")
-        *bench_paths, folder = args.bench
+        *every_launch, folder = args.bench
+        bench_paths = launches_in(every_launch, args.state)
+        if not bench_paths:
+            raise ValueError(f"{', '.join(every_launch)}: no sweep launch started in the {args.state} state")
         points = bench_launches(bench_paths)
         where = ", ".join(bench_paths)
         for point in sorted(points, key=lambda p: (p.layout, p.bytes_per_peer)):
@@ -481,8 +490,12 @@ def report(args):
     if missing:
         raise ValueError("not both measured and predicted at every point: " + "; ".join(missing))
     lines = report_lines(comparisons, expected)
-    if args.calibrations:
-        lines += [""] + spread_lines(args.calibrations)
+    if args.state != "all":
+        lines = [f"Only launches that started in the {args.state} state (--state {args.state}; the last section "
+                 f"counts them), each point the median of at least {args.min_repetitions} of them.", ""] + lines
+    kept = launches_in(args.calibrations or [], args.state)
+    if kept:
+        lines += [""] + spread_lines(kept)
     launches = [("calibrations", args.calibrations or []),
                 ("redistributions", [p for group in args.redistribute or [] for p in group[1:]]),
                 ("sweep launches", (args.bench or [])[:-1])]
@@ -753,6 +766,26 @@ def handoff_ratio(doc):
     return None
 
 
+STATES = ("all", "fast", "slow")
+
+
+def launches_in(paths, state):
+    """The launches (tool output files) that started in `state`: every one for "all", else those
+    whose recorded cross-core handoff ratio is at most ("fast") or above ("slow")
+    SLOW_HANDOFF_RATIO. A file that recorded no state cannot be sorted: an error naming it."""
+    if state == "all":
+        return list(paths)
+    kept = []
+    for path in paths:
+        ratio = handoff_ratio(load_json(path))
+        if ratio is None:
+            raise ValueError(f"{path}: no cross_core_handoff recorded (a file from before the tools recorded "
+                             f"it), so it cannot be counted as {state}")
+        if (ratio > SLOW_HANDOFF_RATIO) == (state == "slow"):
+            kept.append(path)
+    return kept
+
+
 def state_lines(launches):
     """The markdown section on the machine's state per launch: `launches` is [(kind, [paths])]."""
     lines = [f"Machine state per launch: a 1 MiB handoff between the two cores over a copy within one "
@@ -783,7 +816,10 @@ def spread_lines(hosts):
 
 
 def host(args):
-    merged = host_median(args.hosts)  # before OUT is opened: a refused merge leaves no file behind
+    hosts = launches_in(args.hosts, args.state)
+    if not hosts:
+        raise ValueError(f"no calibration started in the {args.state} state: {', '.join(args.hosts)}")
+    merged = host_median(hosts)  # before OUT is opened: a refused merge leaves no file behind
     with open(args.out, "w") as f:
         json.dump(merged, f, indent=2)
     return 0
@@ -804,6 +840,8 @@ def parser():
     r.add_argument("--expect-algorithms", help="comma-separated: each point must compare every one")
     r.add_argument("--calibrations", nargs="+", metavar="HOST",
                    help="the run's tb-beff calibrations (host-K.json): their spread closes the report")
+    r.add_argument("--state", choices=STATES, default="all",
+                   help="keep the launches (repetitions, sweep launches, calibrations) that started in this state")
     r.set_defaults(run=report)
     t = sub.add_parser("patterns", help="tb-bench's calls as TB_ALLTOALLW_RECORD lines")
     t.add_argument("out")
@@ -819,6 +857,8 @@ def parser():
     h = sub.add_parser("host-median", help="one host network: the median of several tb-beff calibrations")
     h.add_argument("out")
     h.add_argument("hosts", nargs="+")
+    h.add_argument("--state", choices=STATES, default="all",
+                   help="the median over the calibrations that started in this state only")
     h.set_defaults(run=host)
     return p
 

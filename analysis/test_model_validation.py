@@ -194,7 +194,7 @@ class Report(unittest.TestCase):
     """The whole report from files as model_validation.sh writes them."""
 
     def run_report(self, tmp, redistribute_reps=5, bench_passes=5, expect="native,pairwise,local_remap",
-                   calibrations=0, states=None):
+                   calibrations=0, states=None, min_repetitions=5, state="all"):
         """`states`: {file name: cross-core handoff ratio} recorded in those files, as tb-* do."""
         bench = os.path.join(tmp, "bench.json")
         write_bench(bench, {("contiguous", MIB, "native"): [100, 110, 400, 90, 105][:bench_passes],   # median 105 us
@@ -212,7 +212,8 @@ class Report(unittest.TestCase):
             reps.append(path)
         out_csv, out_md = os.path.join(tmp, "v.csv"), os.path.join(tmp, "r.md")
         argv = ["model_validation.py", "report", "--redistribute", predicted, *reps, "--bench", bench, folder,
-                "--csv", out_csv, "--markdown", out_md, "--expect-algorithms", expect]
+                "--csv", out_csv, "--markdown", out_md, "--expect-algorithms", expect,
+                "--min-repetitions", str(min_repetitions), "--state", state]
         if calibrations:
             argv += ["--calibrations"] + [calibration(tmp, f"h{k}.json", k + 1, f"t{k}") for k in range(calibrations)]
         for name, ratio in (states or {}).items():
@@ -313,6 +314,41 @@ class Report(unittest.TestCase):
         self.assertIn("- calibrations: 1 of 2 slow (1.0, 8.7, -)", text)  # h2.json recorded none
         self.assertIn("- redistributions: 1 of 5 slow (1.1, 9.4, 1.2, 1.0, 1.1)", text)
         self.assertIn("- sweep launches: 0 of 1 slow (1.1)", text)
+
+    def test_a_state_keeps_only_the_launches_that_started_in_it(self):
+        # rep1 started slow and is the 1.1 ms repetition of native: left out, the median moves
+        states = {"bench.json": 1.1, "measured-64-rep0.json": 1.1, "measured-64-rep1.json": 9.4,
+                  "measured-64-rep2.json": 1.2, "measured-64-rep3.json": 1.0, "measured-64-rep4.json": 1.1,
+                  "h0.json": 1.0, "h1.json": 8.7, "h2.json": 1.0}
+        with tempfile.TemporaryDirectory() as tmp:
+            code, every, csv_all = self.run_report(tmp, calibrations=3, states=states)
+            with open(csv_all) as f:
+                native_all = next(r for r in csv.DictReader(f) if r["algorithm"] == "native" and r["source"] == "tb-redistribute")
+        with tempfile.TemporaryDirectory() as tmp:
+            code_fast, fast, csv_fast = self.run_report(tmp, calibrations=3, states=states, min_repetitions=3,
+                                                        state="fast")
+            with open(csv_fast) as f:
+                native_fast = next(r for r in csv.DictReader(f) if r["algorithm"] == "native" and r["source"] == "tb-redistribute")
+        self.assertEqual((code, code_fast), (0, 0))
+        self.assertEqual(native_all["repetitions"], "5")
+        self.assertEqual(native_fast["repetitions"], "4")
+        self.assertAlmostEqual(float(native_all["measured_median_s"]), 1.2e-3)   # of 1.0 - 1.4 ms
+        self.assertAlmostEqual(float(native_fast["measured_median_s"]), 1.25e-3)  # of 1.0, 1.2, 1.3, 1.4 ms
+        self.assertIn("Only launches that started in the fast state", fast)
+        self.assertNotIn("Only launches", every)
+        self.assertIn("Calibration spread: 2 tb-beff calibration(s)", fast)
+        self.assertIn("- calibrations: 1 of 3 slow (1.0, 8.7, 1.0)", fast)  # what was left out is still counted
+
+    def test_a_state_cannot_sort_files_that_recorded_none(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            err = io.StringIO()
+            sys_stderr, sys.stderr = sys.stderr, err
+            try:
+                code, _, _ = self.run_report(tmp, state="fast")
+            finally:
+                sys.stderr = sys_stderr
+        self.assertEqual(code, 1)
+        self.assertIn("no cross_core_handoff recorded", err.getvalue())
 
     def test_fewer_than_five_repetitions_is_an_error(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -458,6 +494,27 @@ class HostMedian(unittest.TestCase):
             record_state(files[1], 9.0)
             merged = model_validation.host_median(files)  # states differ: no "calibration block differs"
         self.assertEqual([s and s["ratio"] for s in merged["calibration"]["cross_core_handoffs"]], [1.1, 9.0, None])
+
+    def test_a_state_takes_the_median_over_its_calibrations_only(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", scale, f"t{k}") for k, scale in enumerate([1, 4, 2])]
+            for path, ratio in zip(files, (1.0, 9.0, 1.1)):
+                record_state(path, ratio)
+            out = os.path.join(tmp, "fast.json")
+            self.assertEqual(model_validation.main(["model_validation.py", "host-median", "--state", "fast", out,
+                                                    *files]), 0)
+            with open(out) as f:
+                merged = json.load(f)
+            err = io.StringIO()
+            sys_stderr, sys.stderr = sys.stderr, err
+            try:
+                none = model_validation.main(["model_validation.py", "host-median", "--state", "slow", out, files[0]])
+            finally:
+                sys.stderr = sys_stderr
+        self.assertAlmostEqual(merged["host"]["alpha_s"], 1e-6)  # the lower of 1 and 2 us; the slow 4 us left out
+        self.assertEqual(merged["calibration"]["median_of"], 2)
+        self.assertEqual(none, 1)
+        self.assertIn("no calibration started in the slow state", err.getvalue())
 
     def test_one_calibration_is_itself(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -53,6 +53,12 @@
 #   TB_VALIDATION_RECOST []                     a previous run's TB_VALIDATION_OUT: re-cost it (above);
 #                                                TB_VALIDATION_OUT then defaults to results/model_validation/<mpi>-recost
 #   TB_VALIDATION_NETWORK [DIR/host.json]       re-costing only: the host network to cost on
+#   TB_VALIDATION_STATE [all]                   all, fast or slow: judge the model only on the launches
+#                                                (calibrations, repetitions, sweep launches) that started
+#                                                in that cross-core handoff state (each tool records it),
+#                                                the network the median of that state's calibrations
+#                                                (host-<state>.json) unless TB_VALIDATION_NETWORK names one
+#   TB_VALIDATION_MIN_REPETITIONS [5; 3 with a state]  repetitions each point's median needs
 # Writes $TB_VALIDATION_OUT: report.md (also printed), validation.csv, run.txt (the command, the
 # times and the load averages) and every tool's own output.
 # Every tool starts through experiments/launch.py, the launcher experiments/run.py uses (2 ranks
@@ -95,6 +101,16 @@ if [ -n "$recost" ]; then
     exit 2
   }
 fi
+state=${TB_VALIDATION_STATE:-all}
+case $state in
+  all | fast | slow) ;;
+  *) echo "model_validation: TB_VALIDATION_STATE=$state: all, fast or slow" >&2; exit 2 ;;
+esac
+if [ "$state" = all ]; then min_reps=${TB_VALIDATION_MIN_REPETITIONS:-5}; else min_reps=${TB_VALIDATION_MIN_REPETITIONS:-3}; fi
+[[ $min_reps =~ ^[1-9][0-9]*$ ]] || {
+  echo "model_validation: TB_VALIDATION_MIN_REPETITIONS=$min_reps: a positive integer" >&2
+  exit 2
+}
 max_s=${TB_VALIDATION_MAX_SECONDS:-5}
 min_time=${TB_VALIDATION_MIN_TIME:-0.05}
 read -r -a beff_args <<< "${TB_VALIDATION_BEFF_ARGS:-}"
@@ -145,12 +161,14 @@ rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out"/be
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 {
   if [ -n "$recost" ]; then
-    echo "command: TB_VALIDATION_RECOST=$recost TB_VALIDATION_NETWORK=${TB_VALIDATION_NETWORK:-$recost/host.json}" \
-      "$0 $mpi ${sizes[*]}"
+    default_network=$recost/host.json
+    [ "$state" = all ] || default_network="$out/host-$state.json (the median of its $state calibrations)"
+    echo "command: TB_VALIDATION_RECOST=$recost TB_VALIDATION_NETWORK=${TB_VALIDATION_NETWORK:-$default_network}" \
+      "TB_VALIDATION_STATE=$state TB_VALIDATION_MIN_REPETITIONS=$min_reps $0 $mpi ${sizes[*]}"
   else
     echo "command: TB_VALIDATION_REPETITIONS=$reps TB_VALIDATION_SWEEP=$sweep TB_VALIDATION_LAYOUTS=$layouts" \
       "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time TB_VALIDATION_CALIBRATIONS=$calibrations" \
-      "$0 $mpi ${sizes[*]}"
+      "TB_VALIDATION_STATE=$state TB_VALIDATION_MIN_REPETITIONS=$min_reps $0 $mpi ${sizes[*]}"
   fi
   echo "git commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "start: $(date -u '+%F %T') UTC, load average $(loadavg)"
@@ -255,6 +273,13 @@ else
   echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
 fi
 
+# A state's own network: the median of the calibrations that started in it.
+if [ "$state" != all ] && [ -z "${TB_VALIDATION_NETWORK:-}" ]; then
+  network=$out/host-$state.json
+  validation host-median --state "$state" "$network" "${hosts[@]}"
+  echo "state: $state; $network is the median of the calibrations that started in it" | tee -a "$out/run.txt"
+fi
+
 # tb-model on the calibrated host: model CSV [tb-model options...]
 model() {
   local csv=$1
@@ -287,10 +312,12 @@ if [ "$sweep" != none ]; then
       model "$out/bench-predicted/$layout-$bytes.csv" --pattern "$out/bench-patterns.jsonl" --call "$call" </dev/null
     done
 fi
-echo "== predicted against measured (tb-model on $network; measured: the median of each point's repetitions)"
+echo "== predicted against measured (tb-model on $network; measured: the median of each point's repetitions" \
+  "that started in the $state state)"
 spread=()
 [ ${#hosts[@]} -eq 0 ] || spread=(--calibrations "${hosts[@]}")
-validation report "${redistribute[@]}" "${bench[@]}" --min-repetitions 5 --expect-algorithms "$(join "${costed[@]}")" \
+validation report "${redistribute[@]}" "${bench[@]}" --min-repetitions "$min_reps" --state "$state" \
+  --expect-algorithms "$(join "${costed[@]}")" \
   "${spread[@]}" --markdown "$out/report.md" --csv "$out/validation.csv"
 echo "end: $(date -u '+%F %T') UTC, load average $(loadavg)" >> "$out/run.txt"
 echo "report: $out/report.md, $out/validation.csv"
