@@ -270,7 +270,6 @@ else
   if [ -z "${TB_VALIDATION_NETWORK:-}" ]; then
     mapfile -t hosts < <(find "$src" -maxdepth 1 -name 'host-[0-9]*.json' | sort -V)
   fi
-  echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
 fi
 
 # A state's own network: the median of the calibrations that started in it.
@@ -279,6 +278,7 @@ if [ "$state" != all ] && [ -z "${TB_VALIDATION_NETWORK:-}" ]; then
   validation host-median --state "$state" "$network" "${hosts[@]}"
   echo "state: $state; $network is the median of the calibrations that started in it" | tee -a "$out/run.txt"
 fi
+[ -z "$recost" ] || echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
 
 # tb-model on the calibrated host: model CSV [tb-model options...]
 model() {
