@@ -223,6 +223,13 @@ class Report(unittest.TestCase):
             code = model_validation.main(argv)
         return code, text.getvalue(), out_csv
 
+    def failing_report(self, **options):
+        """run_report's exit status and what it wrote to stderr."""
+        err = io.StringIO()
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(err):
+            code, _, _ = self.run_report(tmp, **options)
+        return code, err.getvalue()
+
     def test_report_states_every_point_the_error_the_bias_and_the_rankings(self):
         with tempfile.TemporaryDirectory() as tmp:
             code, text, out_csv = self.run_report(tmp)
@@ -340,39 +347,21 @@ class Report(unittest.TestCase):
         self.assertIn("- calibrations: 1 of 3 slow (1.0, 8.7, 1.0)", fast)  # what was left out is still counted
 
     def test_a_state_cannot_sort_files_that_recorded_none(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            err = io.StringIO()
-            sys_stderr, sys.stderr = sys.stderr, err
-            try:
-                code, _, _ = self.run_report(tmp, state="fast")
-            finally:
-                sys.stderr = sys_stderr
+        code, err = self.failing_report(state="fast")
         self.assertEqual(code, 1)
-        self.assertIn("no cross_core_handoff recorded", err.getvalue())
+        self.assertIn("no cross_core_handoff recorded", err)
 
     def test_fewer_than_five_repetitions_is_an_error(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            err = io.StringIO()
-            sys_stderr, sys.stderr = sys.stderr, err
-            try:
-                code, _, _ = self.run_report(tmp, redistribute_reps=4)
-            finally:
-                sys.stderr = sys_stderr
+        code, err = self.failing_report(redistribute_reps=4)
         self.assertEqual(code, 1)
-        self.assertIn("has 4 repetition(s); at least 5 are needed", err.getvalue())
+        self.assertIn("has 4 repetition(s); at least 5 are needed", err)
 
     def test_an_expected_algorithm_missing_at_a_point_is_an_error_naming_it(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            err = io.StringIO()
-            sys_stderr, sys.stderr = sys.stderr, err
-            try:
-                code, _, _ = self.run_report(tmp, expect="native,pairwise,node_leader,local_remap")
-            finally:
-                sys.stderr = sys_stderr
+        code, err = self.failing_report(expect="native,pairwise,node_leader,local_remap")
         self.assertEqual(code, 1)
-        self.assertIn("tb-bench contiguous 1 MiB: node_leader", err.getvalue())
-        self.assertIn("tb-redistribute slab 64x64x64 c64 1 MiB: node_leader", err.getvalue())
-        self.assertNotIn("tb-bench contiguous 1 MiB: local_remap", err.getvalue(), "tb-bench has no local_remap")
+        self.assertIn("tb-bench contiguous 1 MiB: node_leader", err)
+        self.assertIn("tb-redistribute slab 64x64x64 c64 1 MiB: node_leader", err)
+        self.assertNotIn("tb-bench contiguous 1 MiB: local_remap", err, "tb-bench has no local_remap")
 
     def test_predictions_for_several_networks_are_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -505,12 +494,8 @@ class HostMedian(unittest.TestCase):
                                                     *files]), 0)
             with open(out) as f:
                 merged = json.load(f)
-            err = io.StringIO()
-            sys_stderr, sys.stderr = sys.stderr, err
-            try:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
                 none = model_validation.main(["model_validation.py", "host-median", "--state", "slow", out, files[0]])
-            finally:
-                sys.stderr = sys_stderr
         self.assertAlmostEqual(merged["host"]["alpha_s"], 1e-6)  # the lower of 1 and 2 us; the slow 4 us left out
         self.assertEqual(merged["calibration"]["median_of"], 2)
         self.assertEqual(none, 1)
