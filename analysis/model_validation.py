@@ -501,7 +501,7 @@ def report(args):
                 ("sweep launches", (args.bench or [])[:-1])]
     launches = [(kind, paths) for kind, paths in launches if paths]
     if launches:
-        lines += [""] + state_lines(launches)
+        lines += [""] + state_lines(launches, args.state)
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:
@@ -777,21 +777,28 @@ def launches_in(paths, state):
         return list(paths)
     kept = []
     for path in paths:
-        ratio = handoff_ratio(load_json(path))
+        doc = load_json(path)
+        ratio = handoff_ratio(doc)
         if ratio is None:
-            raise ValueError(f"{path}: no cross_core_handoff recorded (a file from before the tools recorded "
-                             f"it), so it cannot be counted as {state}")
+            recorded = any(isinstance(h, dict) and h.get("cross_core_handoff") in (None, "null") and
+                           "cross_core_handoff" in h for h in (doc.get("metadata"), doc.get("context"),
+                                                               doc.get("calibration")))
+            why = ("its launch had no node with two ranks (or ran under SMPI)" if recorded else
+                   "no cross_core_handoff recorded: a file from before the tools recorded it")
+            raise ValueError(f"{path}: {why}, so it cannot be counted as {state}")
         if (ratio > SLOW_HANDOFF_RATIO) == (state == "slow"):
             kept.append(path)
     return kept
 
 
-def state_lines(launches):
+def state_lines(launches, state="all"):
     """The markdown section on the machine's state per launch: `launches` is [(kind, [paths])]."""
+    mixed = ("A point's median mixes its launches' states." if state == "all" else
+             f"The figures above keep the {state} ones.")
     lines = [f"Machine state per launch: a 1 MiB handoff between the two cores over a copy within one "
              f"(tb-* runs record it when they start); above {SLOW_HANDOFF_RATIO:g}x the launch started in the "
              f"slow state, in which node_leader's handoffs and ucx_zcopy's gets take several times their "
-             f"usual time while MPI's messages do not. A point's median mixes its launches' states.", ""]
+             f"usual time (the state can change within a launch). {mixed}", ""]
     for kind, paths in launches:
         ratios = [handoff_ratio(load_json(p)) for p in paths]
         known = [r for r in ratios if r is not None]

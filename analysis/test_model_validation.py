@@ -351,6 +351,12 @@ class Report(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("no cross_core_handoff recorded", err)
 
+    def test_a_state_no_launch_started_in_is_an_error_naming_the_files(self):
+        states = {"bench.json": 1.1, **{f"measured-64-rep{k}.json": 1.0 for k in range(5)}}
+        code, err = self.failing_report(states=states, state="slow", min_repetitions=1)
+        self.assertEqual(code, 1)
+        self.assertIn("measured-64-rep4.json: no repetition started in the slow state", err)
+
     def test_fewer_than_five_repetitions_is_an_error(self):
         code, err = self.failing_report(redistribute_reps=4)
         self.assertEqual(code, 1)

@@ -57,7 +57,9 @@
 #                                                (calibrations, repetitions, sweep launches) that started
 #                                                in that cross-core handoff state (each tool records it),
 #                                                the network the median of that state's calibrations
-#                                                (host-<state>.json) unless TB_VALIDATION_NETWORK names one
+#                                                (host-<state>.json; a re-costing's TB_VALIDATION_NETWORK
+#                                                replaces it). A measuring run with a state writes only
+#                                                that state's report: re-cost it for the other.
 #   TB_VALIDATION_MIN_REPETITIONS [5; 3 with a state]  repetitions each point's median needs
 # Writes $TB_VALIDATION_OUT: report.md (also printed), validation.csv, run.txt (the command, the
 # times and the load averages) and every tool's own output.
@@ -161,10 +163,10 @@ rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out"/be
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 {
   if [ -n "$recost" ]; then
-    default_network=$recost/host.json
-    [ "$state" = all ] || default_network="$out/host-$state.json (the median of its $state calibrations)"
-    echo "command: TB_VALIDATION_RECOST=$recost TB_VALIDATION_NETWORK=${TB_VALIDATION_NETWORK:-$default_network}" \
-      "TB_VALIDATION_STATE=$state TB_VALIDATION_MIN_REPETITIONS=$min_reps $0 $mpi ${sizes[*]}"
+    network_setting=
+    [ -z "${TB_VALIDATION_NETWORK:-}" ] || network_setting="TB_VALIDATION_NETWORK=$TB_VALIDATION_NETWORK "
+    echo "command: TB_VALIDATION_RECOST=$recost ${network_setting}TB_VALIDATION_STATE=$state" \
+      "TB_VALIDATION_MIN_REPETITIONS=$min_reps $0 $mpi ${sizes[*]}"
   else
     echo "command: TB_VALIDATION_REPETITIONS=$reps TB_VALIDATION_SWEEP=$sweep TB_VALIDATION_LAYOUTS=$layouts" \
       "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time TB_VALIDATION_CALIBRATIONS=$calibrations" \
@@ -273,8 +275,9 @@ else
 fi
 
 # A state's own network: the median of the calibrations that started in it.
-if [ "$state" != all ] && [ -z "${TB_VALIDATION_NETWORK:-}" ]; then
+if [ "$state" != all ] && { [ -z "$recost" ] || [ -z "${TB_VALIDATION_NETWORK:-}" ]; }; then
   network=$out/host-$state.json
+  [ ${#hosts[@]} -gt 0 ] || { echo "model_validation: TB_VALIDATION_STATE=$state needs the run's calibrations (host-K.json)" >&2; exit 2; }
   validation host-median --state "$state" "$network" "${hosts[@]}"
   echo "state: $state; $network is the median of the calibrations that started in it" | tee -a "$out/run.txt"
 fi
@@ -312,8 +315,8 @@ if [ "$sweep" != none ]; then
       model "$out/bench-predicted/$layout-$bytes.csv" --pattern "$out/bench-patterns.jsonl" --call "$call" </dev/null
     done
 fi
-echo "== predicted against measured (tb-model on $network; measured: the median of each point's repetitions" \
-  "that started in the $state state)"
+if [ "$state" = all ]; then kept="every repetition"; else kept="the repetitions that started in the $state state"; fi
+echo "== predicted against measured (tb-model on $network; measured: the median of each point's $kept)"
 spread=()
 [ ${#hosts[@]} -eq 0 ] || spread=(--calibrations "${hosts[@]}")
 validation report "${redistribute[@]}" "${bench[@]}" --min-repetitions "$min_reps" --state "$state" \

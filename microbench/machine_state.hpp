@@ -2,8 +2,8 @@
 // start) and recorded with its results ("cross_core_handoff").
 //
 // On some hosts (the 2-core AMD EPYC VM of docs/results/2026-12-04-cross-core-handoff-state.md) a
-// read of bytes another core has just written takes about 10x its usual time for seconds to tens
-// of seconds at a time, while copies within one core and MPI's own messages do not change. Every
+// read of bytes another core has just written takes about 9x its usual time for seconds to tens
+// of seconds at a time, while copies within one core do not slow down (large ones even speed up). Every
 // algorithm that hands data over through shared memory (node_leader's staging, ucx_zcopy's gets)
 // is then several times slower, and a benchmark or a calibration run in that state disagrees
 // with one run outside it. The state cannot be chosen; it can be recorded, so that every result
@@ -20,9 +20,10 @@ namespace tb {
 
 // The first two ranks of each node of comm (MPI_COMM_TYPE_SHARED) each write kHandoffBytes into
 // their slot of a shared window, wait for each other, and copy the partner's slot into a private
-// array; then the same with both copies within the rank. Median of 5 each, the slowest rank's.
-// Collective over comm. Returns {"bytes", "handoff_us", "private_us", "ratio"} (handoff over
-// private), or null where no node has two ranks or shared windows are not real memory (smpi).
+// array; then the same with both copies within the rank. Median of 5 each. Collective over comm,
+// an intracommunicator. Returns {"bytes", "handoff_us", "private_us", "ratio"}: each the MAX over
+// the ranks (ratio: of each rank's handoff over its private copies), or null where no node has
+// two ranks or shared windows are not real memory (smpi).
 nlohmann::json cross_core_handoff(MPI_Comm comm);
 
 // The ratio above which cross_core_handoff's state is called slow in reports: both states are

@@ -49,10 +49,12 @@ out, rounds = pathlib.Path(sys.argv[1]), int(sys.argv[2])
 SIDES = ("debian", "patched", "pmpi")
 def slow(r):
     """The launches of round r that started in the slow cross-core state (microbench/machine_state.hpp)."""
-    def ratio(side):
+    def mark(side):
         state = json.load(open(out / f"{side}.r{r}.json"))["metadata"].get("cross_core_handoff")
-        return state["ratio"] if state else 0.0
-    return ",".join(side for side in SIDES if ratio(side) > 3.0) or "-"
+        if not state:  # a build from before the tools recorded it
+            return side + "?"
+        return side if state["ratio"] > 3.0 else ""  # 3.0: kSlowHandoffRatio
+    return ",".join(m for m in map(mark, SIDES) if m) or "-"
 def fastest(side, r):
     rows = list(csv.DictReader(open(out / f"{side}.r{r}.csv")))
     alg = [row for row in rows if row["method"].startswith("alltoallw:")]

@@ -157,9 +157,9 @@ int run(const Options& opt) {
   TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   try {  // bad input (the grid, the matrix, an --iec file) is the same clear error on every rank
     tb::fpga::Ptrans pt(MPI_COMM_WORLD, opt.n, opt.nb, opt.algorithm);
+    const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);  // before measuring: the state it starts in
     const Measurement m = measure(opt, pt);
     const double predicted_comm = iec_transposition_s(opt, pt);
-    const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
     if (rank == 0) report(opt, pt, size, meta, m, predicted_comm);
     return m.ok ? 0 : 1;
   } catch (const std::invalid_argument& e) {
