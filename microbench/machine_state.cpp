@@ -3,83 +3,111 @@
 #include "collectives/mpi_error.hpp"
 #include "microbench/timing.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
-#include <tuple>
-#include <utility>
-#include <vector>
 
 namespace tb {
-namespace {
 
-constexpr std::size_t kHandoffBytes = 1 << 20;
-constexpr int kRepetitions = 5;
-
-// Seconds of: copy `from` into `to_write`, barrier of `pair`, copy `to_read` into `into`.
-double copy_barrier_copy(MPI_Comm pair, void* to_write, const void* from, void* into, const void* to_read) {
-  TB_MPI_CHECK(MPI_Barrier(pair));
-  const double start = MPI_Wtime();
-  std::memcpy(to_write, from, kHandoffBytes);
-  TB_MPI_CHECK(MPI_Barrier(pair));
-  std::memcpy(into, to_read, kHandoffBytes);
-  return MPI_Wtime() - start;
-}
-
-// {handoff, private} seconds of this rank (0 for ranks beyond the first two of their node).
-std::pair<double, double> time_pair(MPI_Comm pair) {
-  if (pair == MPI_COMM_NULL) return {0.0, 0.0};
-  int mine = 0;
-  TB_MPI_CHECK(MPI_Comm_rank(pair, &mine));
-  char* slot = nullptr;
-  MPI_Win window = MPI_WIN_NULL;
-  TB_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(kHandoffBytes), 1, MPI_INFO_NULL, pair, &slot, &window));
+NodePairs::NodePairs(MPI_Comm comm, std::int64_t largest) : comm_(comm), largest_(largest) {
+  if (largest < 1) throw std::invalid_argument("NodePairs: a slot needs at least one byte");
+  MPI_Comm node = MPI_COMM_NULL;
+  int local = 0, on_node = 1;
+  TB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  TB_MPI_CHECK(MPI_Comm_rank(node, &local));
+  TB_MPI_CHECK(MPI_Comm_size(node, &on_node));
+  const bool paired = (local ^ 1) < on_node;
+  const int split = MPI_Comm_split(node, paired ? local / 2 : MPI_UNDEFINED, local, &pair_);
+  MPI_Comm_free(&node);
+  TB_MPI_CHECK(split);
+  int mine = paired ? 1 : 0;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MAX, comm));
+  any_ = mine != 0;
+  if (pair_ == MPI_COMM_NULL) return;
+  TB_MPI_CHECK(MPI_Comm_rank(pair_, &mine));
+  TB_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(largest), 1, MPI_INFO_NULL, pair_, &slot_, &window_));
+  TB_MPI_CHECK(MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN));  // failures reach TB_MPI_CHECK
   MPI_Aint size = 0;
   int unit = 0;
-  char* partner = nullptr;
-  TB_MPI_CHECK(MPI_Win_shared_query(window, 1 - mine, &size, &unit, &partner));
-  const char theirs = static_cast<char>(2 - mine);  // the partner's fill byte
-  std::vector<char> own(kHandoffBytes, static_cast<char>(1 + mine)), received(kHandoffBytes), scratch(kHandoffBytes);
-  Timing handoff{.inner = 1, .seconds_per_op = {}}, local{.inner = 1, .seconds_per_op = {}};
-  bool wrong = false;  // read back, so that no copy is dead code the compiler may drop
-  for (int rep = 0; rep < kRepetitions; ++rep) {
-    handoff.seconds_per_op.push_back(copy_barrier_copy(pair, slot, own.data(), received.data(), partner));
-    wrong |= received.front() != theirs || received.back() != theirs;
-    local.seconds_per_op.push_back(copy_barrier_copy(pair, scratch.data(), own.data(), received.data(), scratch.data()));
-    wrong |= received.front() != own.front() || received.back() != own.back();
-  }
-  TB_MPI_CHECK(MPI_Win_free(&window));
-  if (wrong) throw std::logic_error("cross_core_handoff: a copy did not deliver the bytes it copied");
-  return {handoff.median(), local.median()};
+  TB_MPI_CHECK(MPI_Win_shared_query(window_, 1 - mine, &size, &unit, &partner_slot_));
+  const auto n = static_cast<std::size_t>(largest);
+  own_.assign(n, static_cast<unsigned char>(1 + mine));
+  partner_byte_ = static_cast<unsigned char>(2 - mine);
+  received_.assign(n, 0);
+  scratch_.assign(n, 0);
 }
+
+NodePairs::~NodePairs() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (window_ != MPI_WIN_NULL) MPI_Win_free(&window_);
+  if (pair_ != MPI_COMM_NULL) MPI_Comm_free(&pair_);
+}
+
+double NodePairs::copy_barrier_copy(unsigned char* to, const unsigned char* from, std::int64_t bytes,
+                                    unsigned char expected) {
+  if (bytes < 1 || bytes > largest_)
+    throw std::invalid_argument("NodePairs: " + std::to_string(bytes) + " bytes do not fit the slots of " +
+                                std::to_string(largest_));
+  const auto n = static_cast<std::size_t>(bytes);
+  TB_MPI_CHECK(MPI_Barrier(comm_));
+  double seconds = MPI_Wtime();
+  if (pair_ != MPI_COMM_NULL) std::memcpy(to, own_.data(), n);
+  TB_MPI_CHECK(MPI_Barrier(comm_));
+  if (pair_ != MPI_COMM_NULL) std::memcpy(received_.data(), from, n);
+  seconds = MPI_Wtime() - seconds;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm_));
+  // Read back, so that no copy is dead code the compiler may drop.
+  if (pair_ != MPI_COMM_NULL)
+    wrong_ += std::count_if(received_.begin(), received_.begin() + bytes, [&](unsigned char c) { return c != expected; });
+  return seconds;
+}
+
+double NodePairs::handoff(std::int64_t bytes) { return copy_barrier_copy(slot_, partner_slot_, bytes, partner_byte_); }
+
+double NodePairs::own(std::int64_t bytes) { return copy_barrier_copy(scratch_.data(), scratch_.data(), bytes, own_.empty() ? 0 : own_[0]); }
+
+long long NodePairs::wrong() {
+  long long total = wrong_;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_LONG_LONG, MPI_SUM, comm_));
+  return total;
+}
+
+namespace {
+
+constexpr std::int64_t kHandoffBytes = 1 << 20;
+constexpr int kRepetitions = 5;
 
 }  // namespace
 
-nlohmann::json cross_core_handoff(MPI_Comm comm) {
+HandoffProbe::HandoffProbe(MPI_Comm comm) {
 #if defined(TB_SMPI)
-  (void)comm;
-  return nullptr;  // SMPI's shared windows are the simulator's, not the host's caches
+  (void)comm;  // SMPI's shared windows are the simulator's, not the host's caches
 #else
-  MPI_Comm node = MPI_COMM_NULL, pair = MPI_COMM_NULL;
-  TB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int node_rank = 0, node_size = 0;
-  TB_MPI_CHECK(MPI_Comm_rank(node, &node_rank));
-  TB_MPI_CHECK(MPI_Comm_size(node, &node_size));
-  const bool paired = node_rank < 2 && node_size >= 2;
-  TB_MPI_CHECK(MPI_Comm_split(node, paired ? 0 : MPI_UNDEFINED, node_rank, &pair));
-  TB_MPI_CHECK(MPI_Comm_free(&node));
-  // {handoff, private, handoff / private} of this rank; the MAX of each over the ranks, so the
-  // ratio is the worst pair's even where nodes differ.
-  double values[3] = {0.0, 0.0, 0.0};
-  std::tie(values[0], values[1]) = time_pair(pair);
-  if (values[1] > 0.0) values[2] = values[0] / values[1];
-  if (pair != MPI_COMM_NULL) TB_MPI_CHECK(MPI_Comm_free(&pair));
-  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, 3, MPI_DOUBLE, MPI_MAX, comm));
-  if (values[1] <= 0.0) return nullptr;  // no node with two ranks
-  return {{"bytes", kHandoffBytes}, {"handoff_us", values[0] * 1e6}, {"private_us", values[1] * 1e6},
-          {"ratio", values[2]}};
+  pairs_ = std::make_unique<NodePairs>(comm, kHandoffBytes);
+  if (!pairs_->any()) pairs_.reset();
 #endif
 }
+
+HandoffProbe::~HandoffProbe() = default;
+
+nlohmann::json HandoffProbe::measure() {
+  if (!pairs_) return nullptr;
+  Timing handoff{.inner = 1, .seconds_per_op = {}}, own{.inner = 1, .seconds_per_op = {}};
+  for (int rep = 0; rep < kRepetitions; ++rep) {
+    handoff.seconds_per_op.push_back(pairs_->handoff(kHandoffBytes));
+    own.seconds_per_op.push_back(pairs_->own(kHandoffBytes));
+  }
+  if (pairs_->wrong() != 0) throw std::logic_error("cross_core_handoff: a copy did not deliver the bytes it copied");
+  return {{"bytes", kHandoffBytes}, {"handoff_us", handoff.median() * 1e6}, {"private_us", own.median() * 1e6},
+          {"ratio", handoff.median() / own.median()}};
+}
+
+nlohmann::json cross_core_handoff(MPI_Comm comm) { return HandoffProbe(comm).measure(); }
+
+double handoff_ratio(const nlohmann::json& state) { return state.is_object() ? state.at("ratio").get<double>() : -1.0; }
 
 std::string cross_core_handoff_text(const nlohmann::json& metadata) {
   const auto found = metadata.find("cross_core_handoff");

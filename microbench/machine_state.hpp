@@ -1,5 +1,5 @@
 // The machine's state for cross-core handoffs, measured when a tool takes its run_metadata (at its
-// start) and recorded with its results ("cross_core_handoff").
+// start) and again around each thing it times, and recorded with its results.
 //
 // On some hosts (the 2-core AMD EPYC VM of docs/results/2026-12-04-cross-core-handoff-state.md) a
 // read of bytes another core has just written takes about 9x its usual time for seconds to tens
@@ -7,28 +7,87 @@
 // algorithm that hands data over through shared memory (node_leader's staging, ucx_zcopy's gets)
 // is then several times slower, and a benchmark or a calibration run in that state disagrees
 // with one run outside it. The state cannot be chosen; it can be recorded, so that every result
-// says which state it was measured in.
+// says which state it was measured in: the whole launch (run_metadata) and each row (the state
+// before and after it was timed: tb-redistribute's rows, tb-bench's counters), since the state
+// can change within a launch.
 #pragma once
 
 #include <mpi.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace tb {
 
-// The first two ranks of each node of comm (MPI_COMM_TYPE_SHARED) each write kHandoffBytes into
-// their slot of a shared window, wait for each other, and copy the partner's slot into a private
-// array; then the same with both copies within the rank. Median of 5 each. Collective over comm,
-// an intracommunicator. Returns {"bytes", "handoff_us", "private_us", "ratio"}: each the MAX over
-// the ranks (ratio: of each rank's handoff over its private copies), or null where no node has
-// two ranks or shared windows are not real memory (smpi).
+// The ranks of each node of comm (MPI_COMM_TYPE_SHARED) in pairs, node ranks 0-1, 2-3, ...; the
+// last of an odd count has no partner and only joins the collectives. Each pair shares a window
+// with a slot of `largest` bytes per rank. Construction and destruction are collective over comm,
+// an intracommunicator.
+class NodePairs {
+ public:
+  NodePairs(MPI_Comm comm, std::int64_t largest);
+  ~NodePairs();
+  NodePairs(const NodePairs&) = delete;
+  NodePairs& operator=(const NodePairs&) = delete;
+
+  // Whether some rank of comm has a partner (the same answer on every rank).
+  bool any() const { return any_; }
+
+  // Seconds of the slowest rank for: copy `bytes` of its own into its slot, barrier, copy the
+  // partner's slot into a private array (handoff: node_leader's staged path), or the same with
+  // the second copy reading back what the rank itself just wrote (own). Collective over comm.
+  double handoff(std::int64_t bytes);
+  double own(std::int64_t bytes);
+
+  // Bytes that the copies delivered wrong, on every rank over every call so far (the same on
+  // every rank). Collective over comm.
+  long long wrong();
+
+ private:
+  double copy_barrier_copy(unsigned char* to, const unsigned char* from, std::int64_t bytes, unsigned char expected);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm pair_ = MPI_COMM_NULL;  // MPI_COMM_NULL: no partner
+  MPI_Win window_ = MPI_WIN_NULL;
+  unsigned char *slot_ = nullptr, *partner_slot_ = nullptr;
+  std::vector<unsigned char> own_, received_, scratch_;
+  unsigned char partner_byte_ = 0;
+  std::int64_t largest_ = 0;
+  bool any_ = false;
+  long long wrong_ = 0;
+};
+
+// The cross-core handoff state, measured as often as a tool asks: 1 MiB handed over between the
+// ranks of each NodePairs pair against the same copies within a rank, median of 5 of each.
+// measure() returns {"bytes", "handoff_us", "private_us", "ratio"} (the slowest rank's medians,
+// ratio = handoff_us / private_us), or null where no node has two ranks or shared windows are
+// not real memory (smpi). Construction and measure() are collective over comm.
+class HandoffProbe {
+ public:
+  explicit HandoffProbe(MPI_Comm comm);
+  ~HandoffProbe();
+  HandoffProbe(const HandoffProbe&) = delete;
+  HandoffProbe& operator=(const HandoffProbe&) = delete;
+
+  nlohmann::json measure();
+
+ private:
+  std::unique_ptr<NodePairs> pairs_;  // null: nothing to measure
+};
+
+// HandoffProbe(comm).measure(): the state once, as run_metadata records it.
 nlohmann::json cross_core_handoff(MPI_Comm comm);
 
-// The ratio above which cross_core_handoff's state is called slow in reports: both states are
-// far from it (about 1 and about 9 on the host above).
+// The ratio above which the state is called slow in reports: both states are far from it (about
+// 1 and about 9 on the host above). analysis/model_validation.py's SLOW_HANDOFF_RATIO mirrors it.
 inline constexpr double kSlowHandoffRatio = 3.0;
+
+// A measure()'s ratio, or -1 where it is null (tb-bench's counters hold numbers only).
+double handoff_ratio(const nlohmann::json& state);
 
 // One line for a tool's printout: "cross-core handoff of 1 MiB: 52 us, 50 us within a core
 // (1.0x)", with " SLOW STATE" above kSlowHandoffRatio; "" where the metadata has none.

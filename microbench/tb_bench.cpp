@@ -4,7 +4,10 @@
 // barrier (not timed), one Alltoallw, and the iteration's time reduced with MAX over ranks
 // before SetIterationTime, so all ranks see the same times and agree on iteration counts. Only
 // rank 0 reports; its JSON (--benchmark_out=F --benchmark_out_format=json) carries the run's
-// metadata in "context". Each result's label is the path the algorithm took in its last call.
+// metadata in "context". Each result's label is the path the algorithm took in its last call;
+// its counters handoff_before and handoff_after the machine's cross-core handoff ratio
+// (microbench/machine_state.hpp) before the benchmark's buffers are made and after its timed
+// loop (absent where no node has two ranks), so that each result says which state it ran in.
 //
 // Layouts (the send side; the receive side is contiguous):
 //   contiguous  bytes per peer as MPI_BYTE
@@ -41,6 +44,7 @@
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
 #include "microbench/checks.hpp"
+#include "microbench/machine_state.hpp"
 #include "microbench/mpi_tool.hpp"
 #include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
@@ -214,8 +218,9 @@ struct RedistributionCase {
 };
 
 void run_benchmark(benchmark::State& state, const std::string& algorithm_name, const std::string& layout,
-                   std::int64_t bytes, bool persistent, const Options& opt) {
+                   std::int64_t bytes, bool persistent, const Options& opt, tb::HandoffProbe* probe) {
   try {
+    const double handoff_before = tb::handoff_ratio(probe->measure());  // before the buffers are touched
     std::unique_ptr<Case> c;
     std::unique_ptr<RedistributionCase> r;
     std::unique_ptr<tb::AlltoallwAlgorithm> algorithm;
@@ -249,6 +254,11 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       double t = MPI_Wtime() - t0, slowest = 0;
       TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
       state.SetIterationTime(slowest);
+    }
+    const double handoff_after = tb::handoff_ratio(probe->measure());
+    if (handoff_before >= 0) {
+      state.counters["handoff_before"] = handoff_before;
+      state.counters["handoff_after"] = handoff_after;
     }
     state.SetLabel(r ? r->plan->method() : prepared ? prepared->last_path() : algorithm->last_path());
     state.counters["ranks"] = r ? r->ranks : c->ranks();
@@ -376,8 +386,9 @@ std::string benchmark_out(const std::vector<char*>& args) {
   return path;
 }
 
-// The run's metadata in Google Benchmark's "context", then one benchmark per (layout, method, size).
-void register_benchmarks(const Options& opt, const Plan& plan) {
+// The run's metadata in Google Benchmark's "context", then one benchmark per (layout, method, size),
+// each taking the cross-core handoff state with `probe` before and after it runs.
+void register_benchmarks(const Options& opt, const Plan& plan, tb::HandoffProbe* probe) {
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   for (const auto& [key, value] : meta.items())
     if (key != "mpi_library_full")  // many lines of configure flags; the JSON of tb-redistribute has it
@@ -396,7 +407,7 @@ void register_benchmarks(const Options& opt, const Plan& plan) {
       std::string title = kind + layout + "/" + name + "/" + std::to_string(bytes);
       if (opt.passes > 1) title += "/pass:" + std::to_string(pass);
       auto* b = benchmark::RegisterBenchmark(title.c_str(),
-                                             run_benchmark, algorithm, layout, bytes, persistent, opt);
+                                             run_benchmark, algorithm, layout, bytes, persistent, opt, probe);
       b->UseManualTime()->Unit(benchmark::kMicrosecond);
       if (opt.paper) b->Iterations(1);
       else if (opt.iterations > 0) b->Iterations(opt.iterations);
@@ -463,7 +474,8 @@ int main(int argc, char** argv) {
         if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
       } else {
         tb::check_writable(MPI_COMM_WORLD, "--benchmark_out", benchmark_out(args));
-        register_benchmarks(opt, plan);
+        tb::HandoffProbe probe(MPI_COMM_WORLD);  // freed before MPI_Finalize, unlike the registered benchmarks
+        register_benchmarks(opt, plan, &probe);
         if (rank == 0) {
           benchmark::RunSpecifiedBenchmarks();
         } else {

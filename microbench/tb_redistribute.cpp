@@ -29,6 +29,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 namespace {
 
@@ -100,6 +101,9 @@ struct Result {
   bool verified = false;
   bool checked = true;  // false: verification off (SMPI shared arrays)
   tb::Timing timing;
+  // The cross-core handoff ratio (microbench/machine_state.hpp) before the method was verified
+  // and after it was timed; -1 where not measured.
+  double handoff_before = -1, handoff_after = -1;
 };
 
 // Checks what depends only on the command line, identically on every rank, so that bad input
@@ -205,6 +209,15 @@ Result verify_and_time(const Options& opt, Problem& p, const std::string& method
   return r;
 }
 
+// "1.0x/1.1x", with " SLOW" where either side is above kSlowHandoffRatio; "-" where not measured.
+std::string handoff_text(const Result& r) {
+  if (r.handoff_before < 0) return "-";
+  char text[48];
+  const bool slow = std::max(r.handoff_before, r.handoff_after) > tb::kSlowHandoffRatio;
+  std::snprintf(text, sizeof text, "%.1fx/%.1fx%s", r.handoff_before, r.handoff_after, slow ? " SLOW" : "");
+  return text;
+}
+
 void print_table(const Options& opt, const Problem& p, const nlohmann::json& meta, long long max_bytes,
                  const Floors& floors, const std::vector<Result>& results) {
   const tb::Timing& floor = floors.memcpy;
@@ -228,8 +241,8 @@ void print_table(const Options& opt, const Problem& p, const nlohmann::json& met
     if (r.method == "alltoallw:native") native = r.timing.fastest();  // the blocking call (a prepared one names its path)
   int w = 26;  // the method column fits the longest path description
   for (const auto& r : results) w = std::max(w, static_cast<int>(r.method.size()));
-  std::printf("  %-*s %-9s %12s %12s %14s %14s %12s\n", w, "method", "verified", "fastest ms", "median ms",
-              "fastest/floor", "median/floor", "vs native");
+  std::printf("  %-*s %-9s %12s %12s %14s %14s %12s  %s\n", w, "method", "verified", "fastest ms", "median ms",
+              "fastest/floor", "median/floor", "vs native", "handoff before/after");
   std::printf("  %-*s %-9s %12.3f %12.3f %14s %14s %12s\n", w, "memcpy floor", "-", floor.fastest() * 1e3,
               floor.median() * 1e3, "1.00", "1.00", "");
   std::printf("  %-*s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", w, "streaming-store copy", "-", stream.fastest() * 1e3,
@@ -237,18 +250,20 @@ void print_table(const Options& opt, const Problem& p, const nlohmann::json& met
   for (const auto& r : results) {
     char vs_native[32] = "";
     if (native > 0) std::snprintf(vs_native, sizeof vs_native, "%.2f", r.timing.fastest() / native);
-    std::printf("  %-*s %-9s %12.3f %12.3f %14.2f %14.2f %12s\n", w, r.method.c_str(), !r.checked ? "off" : r.verified ? "yes" : "FAILED",
-                r.timing.fastest() * 1e3, r.timing.median() * 1e3, r.timing.fastest() / floor.fastest(),
-                r.timing.median() / floor.median(), vs_native);
+    std::printf("  %-*s %-9s %12.3f %12.3f %14.2f %14.2f %12s  %s\n", w, r.method.c_str(),
+                !r.checked ? "off" : r.verified ? "yes" : "FAILED", r.timing.fastest() * 1e3, r.timing.median() * 1e3,
+                r.timing.fastest() / floor.fastest(), r.timing.median() / floor.median(), vs_native,
+                handoff_text(r).c_str());
   }
 }
 
 // One row per timed thing (the two floors, then every method); JSON rows also carry every outer
-// repetition's time (samples_s), for distributions.
+// repetition's time (samples_s), for distributions, and each method's cross-core handoff ratio
+// before it was verified and after it was timed (handoff_before, handoff_after), where measured.
 nlohmann::json result_rows(const Options& opt, const Problem& p, long long max_bytes, const Floors& floors,
                            const std::vector<Result>& results, bool samples) {
   nlohmann::json rows = nlohmann::json::array();
-  auto row = [&](const std::string& method, const char* verified, const tb::Timing& t) {
+  auto row = [&](const std::string& method, const char* verified, const tb::Timing& t) -> nlohmann::json& {
     nlohmann::json r = {{"tool", "tb-redistribute"}, {"method", method}, {"verified", verified},
                         {"element_type", tb::element_type_name(p.type)}, {"global_shape", tb::join(opt.shape, "x")},
                         {"grid", p.grid->describe()}, {"from_axis", p.from}, {"to_axis", opt.to_axis},
@@ -257,10 +272,17 @@ nlohmann::json result_rows(const Options& opt, const Problem& p, long long max_b
                         {"median_over_floor", t.median() / floors.memcpy.median()}};
     r.update(tb::timing_fields(t, samples));
     rows.push_back(std::move(r));
+    return rows.back();
   };
   row("memcpy_floor", "-", floors.memcpy);
   row("streaming_copy", "-", floors.streaming);
-  for (const auto& r : results) row(r.method, !r.checked ? "off" : r.verified ? "yes" : "no", r.timing);
+  for (const auto& r : results) {
+    nlohmann::json& added = row(r.method, !r.checked ? "off" : r.verified ? "yes" : "no", r.timing);
+    if (samples && r.handoff_before >= 0) {  // the JSON only: the CSV's columns are fixed
+      added["handoff_before"] = r.handoff_before;
+      added["handoff_after"] = r.handoff_after;
+    }
+  }
   return rows;
 }
 
@@ -270,6 +292,7 @@ int run(const Options& opt) {
   const auto methods = tb::expand_redistribution_methods(opt.methods);
   Problem p(opt);
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
+  tb::HandoffProbe probe(MPI_COMM_WORLD);
   long long local_bytes = static_cast<long long>(p.in.size()), max_bytes = 0;
   TB_MPI_CHECK(MPI_Allreduce(&local_bytes, &max_bytes, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
 
@@ -279,7 +302,10 @@ int run(const Options& opt) {
     for (const auto& calls : opt.calls) {
       const bool blocking = calls == "blocking";
       if (method == "local_remap" && !blocking) continue;  // no Alltoallw to prepare
+      const double before = tb::handoff_ratio(probe.measure());
       results.push_back(verify_and_time(opt, p, method, blocking ? tb::AlltoallwCalls::blocking : tb::AlltoallwCalls::persistent));
+      results.back().handoff_before = before;
+      results.back().handoff_after = tb::handoff_ratio(probe.measure());
     }
 
   if (rank == 0) {

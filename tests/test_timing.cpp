@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <thread>
 
 namespace tb {
@@ -54,24 +55,55 @@ TEST(RunMetadata, NamesTheLibraryRanksAndCommit) {
   EXPECT_FALSE(meta.at("git_commit").get<std::string>().empty());
 }
 
-TEST(RunMetadata, RecordsTheCrossCoreHandoffStateWhereANodeHasTwoRanks) {
-  const auto handoff = run_metadata(MPI_COMM_WORLD).at("cross_core_handoff");
+// Whether some node of MPI_COMM_WORLD has two ranks (the same on every rank).
+bool a_node_has_two_ranks() {
   int node_size = 0, largest = 0;
   MPI_Comm node = MPI_COMM_NULL;
-  ASSERT_EQ(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), MPI_SUCCESS);
+  EXPECT_EQ(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), MPI_SUCCESS);
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
   MPI_Allreduce(&node_size, &largest, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (largest < 2) {
-    EXPECT_TRUE(handoff.is_null()) << handoff.dump();
-    return;
-  }
+  return largest >= 2;
+}
+
+// A measured state: 1 MiB, both times above 0, and the ratio theirs.
+void expect_a_state(const nlohmann::json& handoff) {
   ASSERT_TRUE(handoff.is_object()) << handoff.dump();
   EXPECT_EQ(handoff.at("bytes").get<long long>(), 1 << 20);
   const double copied = handoff.at("handoff_us").get<double>(), within = handoff.at("private_us").get<double>();
   EXPECT_GT(copied, 0.0);
   EXPECT_GT(within, 0.0);
-  EXPECT_GT(handoff.at("ratio").get<double>(), 0.0);  // each rank's own ratio, the largest of them
+  EXPECT_DOUBLE_EQ(handoff.at("ratio").get<double>(), copied / within);
+  EXPECT_DOUBLE_EQ(handoff_ratio(handoff), copied / within);
+}
+
+TEST(RunMetadata, RecordsTheCrossCoreHandoffStateWhereANodeHasTwoRanks) {
+  const auto handoff = run_metadata(MPI_COMM_WORLD).at("cross_core_handoff");
+  if (!a_node_has_two_ranks()) {
+    EXPECT_TRUE(handoff.is_null()) << handoff.dump();
+    EXPECT_EQ(handoff_ratio(handoff), -1.0);
+    return;
+  }
+  expect_a_state(handoff);
+}
+
+TEST(HandoffProbe, MeasuresAsOftenAsAskedWithOneWindow) {
+  HandoffProbe probe(MPI_COMM_WORLD);
+  for (int k = 0; k < 3; ++k) {
+    const nlohmann::json state = probe.measure();
+    if (a_node_has_two_ranks()) expect_a_state(state);
+    else EXPECT_TRUE(state.is_null()) << state.dump();
+  }
+}
+
+TEST(NodePairs, HandOverThePartnersBytesAndRefuseMoreThanTheirSlots) {
+  NodePairs pairs(MPI_COMM_WORLD, 4096);
+  EXPECT_EQ(pairs.any(), a_node_has_two_ranks());
+  EXPECT_GT(pairs.handoff(4096), 0.0);
+  EXPECT_GT(pairs.own(1), 0.0);
+  EXPECT_EQ(pairs.wrong(), 0);  // every byte read back was the partner's (handoff) or the rank's own
+  EXPECT_THROW(pairs.handoff(4097), std::invalid_argument);
+  EXPECT_THROW(pairs.own(0), std::invalid_argument);
 }
 
 TEST(CrossCoreHandoff, TextNamesTheSlowStateAboveItsRatio) {

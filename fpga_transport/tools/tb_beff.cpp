@@ -331,74 +331,20 @@ tb::fpga::ColdMessageExtra measure_cold_messages(const Options& opt, int rank, i
 // extra time of reading bytes another core has just written. The copied-out bytes are checked.
 constexpr int kHandoffRepetitions = 9;
 
-struct HandoffPair {
-  MPI_Comm pair = MPI_COMM_NULL;  // this rank and its partner; MPI_COMM_NULL: no partner
-  MPI_Win window = MPI_WIN_NULL;
-  unsigned char *slot = nullptr, *partner_slot = nullptr;
-  std::vector<unsigned char> own, received, scratch;
-  long long wrong = 0;
-};
-
-// Seconds of: copy `bytes` into `to`, barrier, copy `from` out; the slowest rank's.
-double copy_barrier_copy(HandoffPair& h, unsigned char* to, const unsigned char* from, std::int64_t bytes) {
-  const auto n = static_cast<std::size_t>(bytes);
-  TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-  double seconds = MPI_Wtime();
-  if (h.pair != MPI_COMM_NULL) std::memcpy(to, h.own.data(), n);
-  TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-  if (h.pair != MPI_COMM_NULL) std::memcpy(h.received.data(), from, n);
-  seconds = MPI_Wtime() - seconds;
-  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-  return seconds;
-}
-
-// The pair's shared window, or no pair: a rank alone on its node, or the last of an odd count.
-HandoffPair make_handoff_pair(std::int64_t largest) {
-  HandoffPair h;
-  MPI_Comm node;
-  int local = 0, on_node = 1;
-  TB_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  TB_MPI_CHECK(MPI_Comm_rank(node, &local));
-  TB_MPI_CHECK(MPI_Comm_size(node, &on_node));
-  const bool paired = (local ^ 1) < on_node;
-  TB_MPI_CHECK(MPI_Comm_split(node, paired ? local / 2 : MPI_UNDEFINED, local, &h.pair));
-  TB_MPI_CHECK(MPI_Comm_free(&node));
-  if (h.pair == MPI_COMM_NULL) return h;
-  TB_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(largest), 1, MPI_INFO_NULL, h.pair, &h.slot, &h.window));
-  MPI_Aint size = 0;
-  int unit = 0;
-  int mine = 0;
-  TB_MPI_CHECK(MPI_Comm_rank(h.pair, &mine));
-  TB_MPI_CHECK(MPI_Win_shared_query(h.window, 1 - mine, &size, &unit, &h.partner_slot));
-  const auto n = static_cast<std::size_t>(largest);
-  h.own.assign(n, static_cast<unsigned char>(1 + mine));
-  h.received.assign(n, 0), h.scratch.assign(n, 0);
-  return h;
-}
-
 // Empty where no rank has a partner on its node.
 tb::fpga::MeasuredCurve measure_node_handoff(const Options& opt, long long& wrong) {
-  HandoffPair h = make_handoff_pair(opt.pairs_max_bytes);
-  int paired = h.pair != MPI_COMM_NULL;
-  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &paired, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  tb::NodePairs pairs(MPI_COMM_WORLD, opt.pairs_max_bytes);
   tb::fpga::MeasuredCurve curve;
   for (std::int64_t bytes : kPairSizes) {
-    if (!paired || bytes > opt.pairs_max_bytes) break;
+    if (!pairs.any() || bytes > opt.pairs_max_bytes) break;
     tb::Timing handoff{.inner = 1, .seconds_per_op = {}}, own{.inner = 1, .seconds_per_op = {}};
     for (int rep = 0; rep < kHandoffRepetitions; ++rep) {
-      handoff.seconds_per_op.push_back(copy_barrier_copy(h, h.slot, h.partner_slot, bytes));
-      if (h.pair != MPI_COMM_NULL) {
-        const unsigned char expected = h.own[0] == 1 ? 2 : 1;  // the partner's bytes
-        h.wrong += std::count_if(h.received.begin(), h.received.begin() + bytes, [&](unsigned char c) { return c != expected; });
-      }
-      own.seconds_per_op.push_back(copy_barrier_copy(h, h.scratch.data(), h.scratch.data(), bytes));
+      handoff.seconds_per_op.push_back(pairs.handoff(bytes));
+      own.seconds_per_op.push_back(pairs.own(bytes));
     }
     curve.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, handoff.median() - own.median()));
   }
-  if (h.window != MPI_WIN_NULL) TB_MPI_CHECK(MPI_Win_free(&h.window));
-  if (h.pair != MPI_COMM_NULL) TB_MPI_CHECK(MPI_Comm_free(&h.pair));
-  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &h.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
-  wrong += h.wrong;
+  wrong += pairs.wrong();
   curve.check("tb-beff's node handoffs");
   return curve;
 }
@@ -525,7 +471,9 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   std::printf("tb-beff  %d ranks in a ring (%s), sizes 2^0..2^%d, %d repetitions%s\n", size,
               meta["mpi_library"].get<std::string>().c_str(), opt.rules.max_exponent, opt.repetitions,
               opt.loop_divisor > 1 ? (", loop lengths / " + std::to_string(opt.loop_divisor)).c_str() : "");
-  if (const std::string state = tb::cross_core_handoff_text(meta); !state.empty()) std::printf("  %s\n", state.c_str());
+  if (const std::string state = tb::cross_core_handoff_text(meta); !state.empty()) std::printf("  at the start: %s\n", state.c_str());
+  const nlohmann::json after = {{"cross_core_handoff", meta["cross_core_handoff_after"]}};
+  if (const std::string state = tb::cross_core_handoff_text(after); !state.empty()) std::printf("  at the end: %s\n", state.c_str());
   std::printf("  %10s %10s %14s %14s %16s\n", "bytes", "loops", "time s", "b(L) GB/s", "per rank GB/s");
   for (const auto& p : b.result.points)
     std::printf("  %10lld %10lld %14.6f %14.4f %16.4f\n", static_cast<long long>(p.bytes),
@@ -608,7 +556,8 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                       {"library", library},
                       {"calibration", {{"ranks", size}, {"mpi_library", meta["mpi_library"]},
                                        {"timestamp_utc", meta["timestamp_utc"]}, {"git_commit", meta["git_commit"]},
-                                       {"cross_core_handoff", meta["cross_core_handoff"]}}}}
+                                       {"cross_core_handoff", meta["cross_core_handoff"]},
+                                       {"cross_core_handoff_after", meta["cross_core_handoff_after"]}}}}
            .dump(2)
     << "\n";
   if (!f) throw std::runtime_error("cannot write " + path);
@@ -618,7 +567,7 @@ int run(const Options& opt) {
   int rank = 0, size = 1;
   TB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   TB_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);  // before the measurements: the state they start in
+  nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);  // before the measurements: the state they start in
   Exchanges x = measure_exchanges(opt, rank, size);
   Beff b = evaluate(opt, size, x);
   b.host.self_measured = measure_self_messages(opt, rank, x.wrong);
@@ -629,6 +578,7 @@ int run(const Options& opt) {
   b.host.gets = measure_gets(opt, rank, size, x.wrong);
   b.host.cold = measure_cold_messages(opt, rank, size, x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
+  meta["cross_core_handoff_after"] = tb::cross_core_handoff(MPI_COMM_WORLD);  // the state they end in
   if (rank == 0) {
     print_report(opt, size, meta, x, b, library);
     if (!opt.json.empty()) tb::write_results_json(opt.json, meta, result_rows(opt, size, x, b));
