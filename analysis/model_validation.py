@@ -20,11 +20,15 @@ measured median, the repetitions' spread, the prediction and the signed error
 Then, per algorithm and overall, over the points from 1 KiB per peer: the median and the mean of
 |error|, the bias (the mean signed error) and how many points from 64 KiB per peer are within
 25 %; and whether the model's ranking of the algorithms (fastest first) is the measured one at
-the 256^3 slab and at 1 MiB per peer, where those points were run; last, the state each launch
-started in (calibrations, redistributions, sweep launches: state_lines). --state fast (or slow)
-keeps only the launches that started in that state, for a model calibrated in it (host-median
---state): the machine's slow state slows handoffs between the cores about 9x, and a point whose
-repetitions mix the states is a median of two machines. The markdown report goes to
+the 256^3 slab and at 1 MiB per peer, where those points were run; last, the machine's state
+(state_lines): each launch's, and how many timed rows ran slow. --state fast (or slow) keeps only
+the timings made in that state, for a model calibrated in it (host-median --state): each
+tb-redistribute row and tb-bench benchmark carries the cross-core handoff ratio its tool took just
+before and just after it (row_state; a file from before they did: its launch's start), since the
+machine's slow state slows handoffs between the cores about 9x for seconds at a time, and a point
+whose repetitions mix the states is a median of two machines. An algorithm with fewer than
+--min-repetitions timings in the state at a point is left out of the figures and named at the end
+of the report. The markdown report goes to
 stdout (and --markdown), one CSV row per algorithm and point to --csv. --expect-algorithms names
 the algorithms every point must have (the costed ones): one missing is an error.
 
@@ -54,8 +58,9 @@ sizes, block sizes and traffic sizes, the same strings; anything else is an erro
 they differ. A number's median is the lower middle value with an even count of files, so that
 it is always a value one calibration measured (the states can be 4x apart); the Hockney fit's
 alpha and beta get a median each. The calibration block lists every file's timestamp and
-cross-core handoff state (the state its launch started in; report's last section). --state fast
-(or slow) takes the median over the calibrations that started in that state only.
+cross-core handoff states (the state its launch started and ended in; report's last section).
+--state fast (or slow) takes the median over the calibrations in that state only (slow: started or
+ended slow).
 """
 import argparse
 import csv
@@ -130,14 +135,16 @@ class Point:
         return f"{self.source} {self.layout}"
 
 
-def redistribute_samples(paths):
+def redistribute_samples(paths, state="all", tally=None):
     """(Point, {algorithm: [seconds per repetition]}) from the tb-redistribute files of one cube's
-    repetitions; every file must be the same redistribution."""
+    repetitions; every file must be the same redistribution. Only the rows timed in `state`
+    (row_state), each counted in `tally` (a StateTally) when one is given."""
     if not paths:
         raise ValueError("--redistribute needs tb-redistribute files after its prediction")
     point, samples = None, {}
     for path in paths:
         doc = load_json(path)
+        launch = handoff_ratio(doc)
         ranks = doc.get("metadata", {}).get("ranks")
         if not isinstance(ranks, int) or ranks < 1:
             raise ValueError(f"{path}: metadata.ranks is missing (not a tb-redistribute --json file?)")
@@ -152,7 +159,9 @@ def redistribute_samples(paths):
                              f"{point.layout} at {point.bytes_per_peer} B: one --redistribute takes one cube's repetitions")
         point = this
         for name, r in rows.items():
-            samples.setdefault(name, []).append(float(r["median_s"]))
+            kept = samples.setdefault(name, [])
+            if row_in_state(r, launch, state, tally, f"{path}: {name}"):
+                kept.append(float(r["median_s"]))
     return point, samples
 
 
@@ -160,11 +169,15 @@ BENCH_NAME = re.compile(r"^alltoallw/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<
 TIME_UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def bench_samples(path):
+def bench_samples(path, state="all", tally=None):
     """{Point: {algorithm: [seconds per pass]}} from a tb-bench --benchmark_out JSON file (the
-    alltoallw layouts; Google Benchmark's aggregate rows and the persistent forms left out)."""
+    alltoallw layouts; Google Benchmark's aggregate rows and the persistent forms left out). Only
+    the passes timed in `state` (row_state; every algorithm keeps its key, its list maybe empty),
+    each counted in `tally` when one is given."""
     points = {}
-    for b in load_json(path).get("benchmarks", []):
+    doc = load_json(path)
+    launch = handoff_ratio(doc)
+    for b in doc.get("benchmarks", []):
         m = BENCH_NAME.match(b["name"])
         if not m or b.get("run_type", "iteration") != "iteration" or ":" in m["algorithm"]:
             continue
@@ -174,19 +187,21 @@ def bench_samples(path):
         if unit not in TIME_UNIT_S:
             raise ValueError(f"{path}: benchmark {b['name']}: unknown time unit '{unit}'")
         point = Point("tb-bench", m["layout"], int(m["bytes"]))
-        points.setdefault(point, {}).setdefault(m["algorithm"], []).append(b["real_time"] * TIME_UNIT_S[unit])
+        kept = points.setdefault(point, {}).setdefault(m["algorithm"], [])
+        if row_in_state(b, launch, state, tally, f"{path}: {b['name']}"):
+            kept.append(b["real_time"] * TIME_UNIT_S[unit])
     if not points:
         raise ValueError(f"{path}: no alltoallw/<layout>/<algorithm>/<bytes> benchmarks (not tb-bench JSON?)")
     return points
 
 
-def bench_launches(paths):
+def bench_launches(paths, state="all", tally=None):
     """bench_samples of several tb-bench launches, each point's passes of all of them together; a
     launch whose points or algorithms differ from the first's is an error (the repetitions would
     not be of one sweep)."""
     merged, first = {}, None
     for path in paths:
-        points = bench_samples(path)
+        points = bench_samples(path, state, tally)
         shape = {point: set(by_algorithm) for point, by_algorithm in points.items()}
         first = first or shape
         if shape != first:
@@ -240,12 +255,17 @@ def signed_error(predicted, measured):
     return (predicted - measured) / measured
 
 
-def compare(point, samples, predicted, min_repetitions, where):
+def compare(point, samples, predicted, min_repetitions, where, left_out=None):
     """Comparisons of every algorithm both measured and predicted at `point`, in the prediction's
-    order; too few repetitions is an error naming the point (`where`: its files)."""
+    order; too few repetitions is an error naming the point (`where`: its files), or, given a list
+    `left_out` (a report of one state, whose repetitions are those timed in it), a (point,
+    algorithm, repetitions) entry there and no comparison."""
     out = []
     for name, p in predicted.items():
         if name not in samples:
+            continue
+        if len(samples[name]) < min_repetitions and left_out is not None:
+            left_out.append((point, name, len(samples[name])))
             continue
         if len(samples[name]) < min_repetitions:
             raise ValueError(f"{where}: {name} at {point.label()} {point.bytes_per_peer} B has "
@@ -324,12 +344,16 @@ def algorithms_in_order(comparisons):
     return seen
 
 
-def missing_algorithms(comparisons, expected):
+def missing_algorithms(comparisons, expected, left_out=()):
     """["<point>: <algorithm>", ...] for every expected algorithm some point lacks. local_remap is
-    expected only where it can run: a redistribution (tb-bench's alltoallw layouts have none)."""
+    expected only where it can run: a redistribution (tb-bench's alltoallw layouts have none); an
+    algorithm `left_out` at a point (too few repetitions in one state) is reported there instead."""
     missing = []
-    for point, cs in by_point(comparisons).items():
-        have = {c.algorithm for c in cs}
+    points = by_point(comparisons)
+    for point, name, _ in left_out:
+        points.setdefault(point, [])
+    for point, cs in points.items():
+        have = {c.algorithm for c in cs} | {name for p, name, _ in left_out if p == point}
         for name in expected:
             if name == "local_remap" and point.source != "tb-redistribute":
                 continue
@@ -452,47 +476,61 @@ def write_csv(path, comparisons):
                         f"{c.error:.6f}"])
 
 
-def collect(args):
+def collect(args, tally, left_out):
     """Every comparison the report's arguments name, redistributions first, then tb-bench's points
-    by layout and size."""
+    by layout and size, of the rows timed in args.state (counted in `tally`; algorithms with too
+    few of them at a point go to `left_out` when it is a list)."""
     comparisons = []
     for group in args.redistribute or []:
-        predicted_path, measured_paths = group[0], launches_in(group[1:], args.state)
-        if not measured_paths:
-            raise ValueError(f"{', '.join(group[1:])}: no repetition started in the {args.state} state")
-        point, samples = redistribute_samples(measured_paths)
+        predicted_path, measured_paths = group[0], group[1:]
+        point, samples = redistribute_samples(measured_paths, args.state, tally["redistribution rows"])
         comparisons += compare(point, samples, predicted_rows(predicted_path), args.min_repetitions,
-                               ", ".join(measured_paths))
+                               ", ".join(measured_paths), left_out)
     if args.bench:
         if len(args.bench) < 2:
             raise ValueError("--bench needs tb-bench's JSON file(s), then the folder of predictions")
-        *every_launch, folder = args.bench
-        bench_paths = launches_in(every_launch, args.state)
-        if not bench_paths:
-            raise ValueError(f"{', '.join(every_launch)}: no sweep launch started in the {args.state} state")
-        points = bench_launches(bench_paths)
+        *bench_paths, folder = args.bench
+        points = bench_launches(bench_paths, args.state, tally["sweep benchmarks"])
         where = ", ".join(bench_paths)
         for point in sorted(points, key=lambda p: (p.layout, p.bytes_per_peer)):
             path = bench_prediction_path(folder, point)
             if not os.path.exists(path):
                 raise ValueError(f"{where}: no prediction for {point.layout} at {point.bytes_per_peer} B per "
                                  f"peer ({path} is missing)")
-            comparisons += compare(point, points[point], predicted_rows(path), args.min_repetitions, where)
+            comparisons += compare(point, points[point], predicted_rows(path), args.min_repetitions, where, left_out)
     return comparisons
 
 
+def left_out_lines(left_out, state, min_repetitions):
+    """The markdown lines naming the algorithms a state's report leaves out at a point."""
+    if not left_out:
+        return []
+    lines = [f"Left out: {len(left_out)} algorithm(s) at a point with fewer than {min_repetitions} repetitions "
+             f"timed in the {state} state (not in the figures above):", ""]
+    for point, name, count in left_out:
+        lines.append(f"- {name} at {point.label()} {human_bytes(point.bytes_per_peer)}: {count}")
+    return lines
+
+
 def report(args):
-    comparisons = collect(args)
+    tally = {"redistribution rows": StateTally(), "sweep benchmarks": StateTally()}
+    left_out = [] if args.state != "all" else None
+    comparisons = collect(args, tally, left_out)
     if not comparisons:
-        raise ValueError("nothing to compare: give --redistribute and/or --bench")
+        raise ValueError("nothing to compare: give --redistribute and/or --bench"
+                         + (f" (or nothing was timed in the {args.state} state)" if left_out else ""))
     expected = [a for a in (args.expect_algorithms or "").split(",") if a]
-    missing = missing_algorithms(comparisons, expected)
+    missing = missing_algorithms(comparisons, expected, left_out or ())
     if missing:
         raise ValueError("not both measured and predicted at every point: " + "; ".join(missing))
     lines = report_lines(comparisons, expected)
     if args.state != "all":
-        lines = [f"Only launches that started in the {args.state} state (--state {args.state}; the last section "
-                 f"counts them), each point the median of at least {args.min_repetitions} of them.", ""] + lines
+        lines = [f"Only the timings made in the {args.state} state (--state {args.state}): each tb-redistribute "
+                 "row and tb-bench benchmark is counted as slow when the cross-core handoff ratio its tool took "
+                 "before or after it is above the threshold (a file from before rows recorded it: its launch's "
+                 f"start); each point the median of at least {args.min_repetitions} of them. The last sections "
+                 "count them and name what was left out.", ""] + lines
+        lines += [""] + left_out_lines(left_out, args.state, args.min_repetitions) if left_out else []
     kept = launches_in(args.calibrations or [], args.state)
     if kept:
         lines += [""] + spread_lines(kept)
@@ -501,7 +539,7 @@ def report(args):
                 ("sweep launches", (args.bench or [])[:-1])]
     launches = [(kind, paths) for kind, paths in launches if paths]
     if launches:
-        lines += [""] + state_lines(launches, args.state)
+        lines += [""] + state_lines(launches, args.state, tally)
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.markdown:
@@ -688,6 +726,7 @@ def host_median(hosts):
     calibrations = [spec.pop("calibration", {}) for spec in specs]
     stamps = [c.pop("timestamp_utc", None) for c in calibrations]
     states = [c.pop("cross_core_handoff", None) for c in calibrations]  # each launch's own
+    ends = [c.pop("cross_core_handoff_after", None) for c in calibrations]
     for path, c in zip(hosts, calibrations):
         if c != calibrations[0]:  # another commit, library or rank count
             raise ValueError(f"{path}: its calibration block {c} differs from {hosts[0]}'s {calibrations[0]}")
@@ -695,6 +734,8 @@ def host_median(hosts):
     calibration = calibrations[0]
     calibration["timestamps_utc"] = stamps
     calibration["cross_core_handoffs"] = states
+    if any(e is not None for e in ends):
+        calibration["cross_core_handoffs_after"] = ends
     calibration["median_of"] = len(hosts)
     merged["calibration"] = calibration
     if isinstance(merged.get("comment"), str):
@@ -754,24 +795,62 @@ def calibration_spread(hosts):
 
 
 def handoff_ratio(doc):
-    """The cross-core handoff ratio (microbench/machine_state.hpp) a tool recorded when its launch
-    started: tb-redistribute's metadata, tb-bench's context (a JSON string there), a tb-beff
-    calibration's block; None where it recorded none (an older file, one rank per node)."""
+    """The cross-core handoff ratio (microbench/machine_state.hpp) a tool recorded for its launch:
+    when it started (tb-redistribute's metadata, tb-bench's context, a JSON string there), and for
+    a tb-beff calibration the larger of its start and end (cross_core_handoff_after: one launch
+    measures for many seconds); None where it recorded none (an older file, one rank per node)."""
+    def ratio(state):
+        if isinstance(state, str):
+            state = json.loads(state)
+        return state.get("ratio") if isinstance(state, dict) else None
     for holder in (doc.get("metadata"), doc.get("context"), doc.get("calibration")):
         if isinstance(holder, dict) and "cross_core_handoff" in holder:
-            state = holder["cross_core_handoff"]
-            if isinstance(state, str):
-                state = json.loads(state)
-            return state.get("ratio") if isinstance(state, dict) else None
+            ratios = [ratio(holder["cross_core_handoff"]), ratio(holder.get("cross_core_handoff_after"))]
+            known = [r for r in ratios if r is not None]
+            return max(known) if known else None
     return None
+
+
+def row_state(row, launch_ratio):
+    """The cross-core handoff ratio a timed row ran in: the larger of its handoff_before and
+    handoff_after (tb-redistribute's rows, tb-bench's counters: taken just before and just after
+    it), or, for a row from before the tools recorded them, its launch's (launch_ratio)."""
+    around = [row.get("handoff_before"), row.get("handoff_after")]
+    if all(isinstance(r, (int, float)) and r >= 0 for r in around):
+        return max(around)
+    return launch_ratio
+
+
+@dataclass
+class StateTally:
+    """How many timed rows a report read and how many of them ran in the slow state."""
+    rows: int = 0
+    slow: int = 0
+    unknown: int = 0
+
+
+def row_in_state(row, launch_ratio, state, tally, where):
+    """Whether a timed row ran in `state` (row_state: slow above SLOW_HANDOFF_RATIO), counted in
+    `tally`; a row whose state is unknown cannot be sorted into fast or slow: an error naming it."""
+    ratio = row_state(row, launch_ratio)
+    if tally is not None:
+        tally.rows += 1
+        tally.unknown += ratio is None
+        tally.slow += ratio is not None and ratio > SLOW_HANDOFF_RATIO
+    if state == "all":
+        return True
+    if ratio is None:
+        raise ValueError(f"{where}: no cross-core handoff state recorded (a file from before the tools recorded it, "
+                         f"or no node with two ranks), so it cannot be counted as {state}")
+    return (ratio > SLOW_HANDOFF_RATIO) == (state == "slow")
 
 
 STATES = ("all", "fast", "slow")
 
 
 def launches_in(paths, state):
-    """The launches (tool output files) that started in `state`: every one for "all", else those
-    whose recorded cross-core handoff ratio is at most ("fast") or above ("slow")
+    """The launches (tool output files) in `state`: every one for "all", else those whose
+    handoff_ratio (its start; a calibration's start or end) is at most ("fast") or above ("slow")
     SLOW_HANDOFF_RATIO. A file that recorded no state cannot be sorted: an error naming it."""
     if state == "all":
         return list(paths)
@@ -791,20 +870,26 @@ def launches_in(paths, state):
     return kept
 
 
-def state_lines(launches, state="all"):
-    """The markdown section on the machine's state per launch: `launches` is [(kind, [paths])]."""
-    mixed = ("A point's median mixes its launches' states." if state == "all" else
-             f"The figures above keep the {state} ones.")
-    lines = [f"Machine state per launch: a 1 MiB handoff between the two cores over a copy within one "
-             f"(tb-* runs record it when they start); above {SLOW_HANDOFF_RATIO:g}x the launch started in the "
-             f"slow state, in which node_leader's handoffs and ucx_zcopy's gets take several times their "
-             f"usual time (the state can change within a launch). {mixed}", ""]
+def state_lines(launches, state="all", tally=None):
+    """The markdown section on the machine's state per launch (`launches`: [(kind, [paths])]) and,
+    from `tally` ({kind: StateTally}), per timed row."""
+    mixed = ("A point's median mixes the states." if state == "all" else
+             f"The figures above keep the rows timed in the {state} state.")
+    lines = [f"Machine state: a 1 MiB handoff between the two cores over a copy within one, as a ratio; above "
+             f"{SLOW_HANDOFF_RATIO:g}x the machine is in the slow state, in which node_leader's handoffs and "
+             f"ucx_zcopy's gets take several times their usual time. The tools record it when a launch starts "
+             f"(tb-beff also when it ends: the larger is shown) and before and after each timed row (the state "
+             f"can change within a launch). {mixed}", ""]
     for kind, paths in launches:
         ratios = [handoff_ratio(load_json(p)) for p in paths]
         known = [r for r in ratios if r is not None]
         slow = sum(1 for r in known if r > SLOW_HANDOFF_RATIO)
         text = ", ".join("-" if r is None else f"{r:.1f}" for r in ratios)
         lines.append(f"- {kind}: {slow} of {len(known)} slow ({text})" if known else f"- {kind}: not recorded")
+    for kind, t in (tally or {}).items():
+        if t.rows:
+            unknown = f", {t.unknown} not recorded" if t.unknown else ""
+            lines.append(f"- {kind} timed: {t.slow} of {t.rows} slow{unknown}")
     return lines
 
 
@@ -825,7 +910,7 @@ def spread_lines(hosts):
 def host(args):
     hosts = launches_in(args.hosts, args.state)
     if not hosts:
-        raise ValueError(f"no calibration started in the {args.state} state: {', '.join(args.hosts)}")
+        raise ValueError(f"no calibration made in the {args.state} state: {', '.join(args.hosts)}")
     merged = host_median(hosts)  # before OUT is opened: a refused merge leaves no file behind
     with open(args.out, "w") as f:
         json.dump(merged, f, indent=2)
@@ -848,7 +933,8 @@ def parser():
     r.add_argument("--calibrations", nargs="+", metavar="HOST",
                    help="the run's tb-beff calibrations (host-K.json): their spread closes the report")
     r.add_argument("--state", choices=STATES, default="all",
-                   help="keep the launches (repetitions, sweep launches, calibrations) that started in this state")
+                   help="keep the timings (redistribution rows, sweep benchmarks) made in this state and the "
+                        "calibrations in it")
     r.set_defaults(run=report)
     t = sub.add_parser("patterns", help="tb-bench's calls as TB_ALLTOALLW_RECORD lines")
     t.add_argument("out")
@@ -865,7 +951,7 @@ def parser():
     h.add_argument("out")
     h.add_argument("hosts", nargs="+")
     h.add_argument("--state", choices=STATES, default="all",
-                   help="the median over the calibrations that started in this state only")
+                   help="the median over the calibrations in this state only (slow: started or ended slow)")
     h.set_defaults(run=host)
     return p
 

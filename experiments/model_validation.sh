@@ -53,13 +53,13 @@
 #   TB_VALIDATION_RECOST []                     a previous run's TB_VALIDATION_OUT: re-cost it (above);
 #                                                TB_VALIDATION_OUT then defaults to results/model_validation/<mpi>-recost
 #   TB_VALIDATION_NETWORK [DIR/host.json]       re-costing only: the host network to cost on
-#   TB_VALIDATION_STATE [all]                   all, fast or slow: judge the model only on the launches
-#                                                (calibrations, repetitions, sweep launches) that started
-#                                                in that cross-core handoff state (each tool records it),
-#                                                the network the median of that state's calibrations
-#                                                (host-<state>.json; a re-costing's TB_VALIDATION_NETWORK
-#                                                replaces it). A measuring run with a state writes only
-#                                                that state's report: re-cost it for the other.
+#   TB_VALIDATION_STATE [all]                   all, fast or slow: judge the model only on the timings
+#                                                made in that cross-core handoff state (the tools take it
+#                                                before and after each row they time), the network the
+#                                                median of that state's calibrations (host-<state>.json;
+#                                                a re-costing's TB_VALIDATION_NETWORK replaces it). A
+#                                                measuring run with a state writes only that state's
+#                                                report: re-cost it for the other.
 #   TB_VALIDATION_MIN_REPETITIONS [5; 3 with a state]  repetitions each point's median needs
 # Writes $TB_VALIDATION_OUT: report.md (also printed), validation.csv, run.txt (the command, the
 # times and the load averages) and every tool's own output.
@@ -113,6 +113,11 @@ if [ "$state" = all ]; then min_reps=${TB_VALIDATION_MIN_REPETITIONS:-5}; else m
   echo "model_validation: TB_VALIDATION_MIN_REPETITIONS=$min_reps: a positive integer" >&2
   exit 2
 }
+if [ -z "$recost" ] && [ "$min_reps" -gt "$reps" ]; then
+  echo "model_validation: TB_VALIDATION_MIN_REPETITIONS=$min_reps is more than the $reps repetitions" \
+    "TB_VALIDATION_REPETITIONS makes" >&2
+  exit 2
+fi
 max_s=${TB_VALIDATION_MAX_SECONDS:-5}
 min_time=${TB_VALIDATION_MIN_TIME:-0.05}
 read -r -a beff_args <<< "${TB_VALIDATION_BEFF_ARGS:-}"
@@ -274,12 +279,12 @@ else
   fi
 fi
 
-# A state's own network: the median of the calibrations that started in it.
+# A state's own network: the median of the calibrations made in it.
 if [ "$state" != all ] && { [ -z "$recost" ] || [ -z "${TB_VALIDATION_NETWORK:-}" ]; }; then
   network=$out/host-$state.json
   [ ${#hosts[@]} -gt 0 ] || { echo "model_validation: TB_VALIDATION_STATE=$state needs the run's calibrations (host-K.json)" >&2; exit 2; }
   validation host-median --state "$state" "$network" "${hosts[@]}"
-  echo "state: $state; $network is the median of the calibrations that started in it" | tee -a "$out/run.txt"
+  echo "state: $state; $network is the median of the calibrations made in it" | tee -a "$out/run.txt"
 fi
 [ -z "$recost" ] || echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
 
@@ -315,7 +320,7 @@ if [ "$sweep" != none ]; then
       model "$out/bench-predicted/$layout-$bytes.csv" --pattern "$out/bench-patterns.jsonl" --call "$call" </dev/null
     done
 fi
-if [ "$state" = all ]; then kept="every repetition"; else kept="the repetitions that started in the $state state"; fi
+if [ "$state" = all ]; then kept="every repetition"; else kept="the repetitions timed in the $state state"; fi
 echo "== predicted against measured (tb-model on $network; measured: the median of each point's $kept)"
 spread=()
 [ ${#hosts[@]} -eq 0 ] || spread=(--calibrations "${hosts[@]}")

@@ -7,6 +7,11 @@
 #     in; re-costed on one of them (TB_VALIDATION_NETWORK) the
 #     report names that file and shows no spread; RUN_DIR is left as it was (its file list and
 #     validation.csv).
+#   check_model_validation.sh state RUN_DIR OUT_DIR
+#     re-costs a copy of the run with TB_VALIDATION_STATE=fast after setting every recorded state
+#     to fast except the first calibration's and the native row of one repetition (made slow):
+#     host-fast.json must be the median of the other calibrations, the native point of that cube
+#     left out (4 of 5 repetitions timed fast) and named, and the report must count the slow rows.
 #   check_model_validation.sh once OUT_DIR
 #     TB_VALIDATION_CALIBRATIONS=once (8^3 slab, no sweep): one tb-beff calibration, host-1.json
 #     only, and host.json is its median of 1.
@@ -35,6 +40,53 @@ case ${1:-} in
     [ "$(cd "$run" && find . -type f | sort | md5sum)" = "$before" ] || fail "re-costing changed $run"
     echo "check_model_validation: ok (re-costed; $hosts calibrations' spread; host-1.json alone)"
     ;;
+  state)
+    run=$2 out=$3
+    copy=$out-run
+    rm -rf "$copy" && cp -r "$run" "$copy"
+    hosts=$(find "$copy" -maxdepth 1 -name 'host-[0-9]*.json' | wc -l)
+    /usr/bin/python3 - "$copy" <<'EOF'
+import glob, json, os, sys
+run = sys.argv[1]
+def state(ratio):
+    return {"bytes": 1 << 20, "handoff_us": 50.0 * ratio, "private_us": 50.0, "ratio": ratio}
+def rewrite(path, change):
+    with open(path) as f:
+        doc = json.load(f)
+    change(doc)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+def calibration(doc, ratio):
+    doc["calibration"].update(cross_core_handoff=state(ratio), cross_core_handoff_after=state(1.0))
+def rows(doc, slow_method):
+    doc["metadata"]["cross_core_handoff"] = state(1.0)
+    for row in doc["results"]:
+        row.update(handoff_before=1.0, handoff_after=9.0 if row["method"] == slow_method else 1.0)
+def benchmarks(doc):
+    doc["context"]["cross_core_handoff"] = json.dumps(state(1.0))
+    for b in doc["benchmarks"]:
+        b.update(handoff_before=1.0, handoff_after=1.0)
+for path in glob.glob(os.path.join(run, "host-[0-9]*.json")):
+    rewrite(path, lambda doc, slow=path.endswith("/host-1.json"): calibration(doc, 9.0 if slow else 1.0))
+for path in glob.glob(os.path.join(run, "measured-*-rep*.json")):
+    rewrite(path, lambda doc, slow=path.endswith("-rep2.json"): rows(doc, "alltoallw:native" if slow else None))
+for path in glob.glob(os.path.join(run, "bench-rep*.json")):
+    rewrite(path, benchmarks)
+EOF
+    TB_VALIDATION_RECOST=$copy TB_VALIDATION_STATE=fast TB_VALIDATION_MIN_REPETITIONS=5 TB_VALIDATION_OUT=$out \
+      "$script" mpich > "$out.log" 2>&1 || { tail -n 20 "$out.log"; fail "re-costing in the fast state exited $?"; }
+    grep -q "^state: fast; $out/host-fast.json is the median of the calibrations made in it" "$out/run.txt" ||
+      fail "run.txt does not name host-fast.json"
+    median_of=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["calibration"]["median_of"])' "$out/host-fast.json")
+    [ "$median_of" = $((hosts - 1)) ] || fail "host-fast.json is the median of $median_of calibrations, not the $((hosts - 1)) fast ones"
+    grep -q "^Only the timings made in the fast state" "$out/report.md" || fail "the report does not say it keeps the fast state"
+    grep -Eq "^- native at tb-redistribute slab .*: 4$" "$out/report.md" ||
+      fail "the native point with 4 fast repetitions is not named as left out"
+    ! grep -Eq "^\| tb-redistribute [^|]+ \| [^|]+ \| native \|" "$out/report.md" || fail "the left-out native point is in the figures"
+    grep -Eq "^- redistribution rows timed: 1 of [0-9]+ slow$" "$out/report.md" || fail "the slow row is not counted"
+    grep -Eq "^- calibrations: 1 of $hosts slow " "$out/report.md" || fail "the slow calibration is not counted"
+    echo "check_model_validation: ok (fast state: $((hosts - 1)) calibrations, one row left out)"
+    ;;
   once)
     out=$2
     TB_VALIDATION_CALIBRATIONS=once TB_VALIDATION_SWEEP=none TB_VALIDATION_OUT=$out "$script" mpich 8 > "$out.log" 2>&1 ||
@@ -45,5 +97,5 @@ case ${1:-} in
     grep -q "^Calibration spread: 1 tb-beff calibration(s)" "$out/report.md" || fail "the report does not show the one calibration"
     echo "check_model_validation: ok (one calibration)"
     ;;
-  *) echo "usage: $0 recost RUN_DIR OUT_DIR | once OUT_DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 recost RUN_DIR OUT_DIR | state RUN_DIR OUT_DIR | once OUT_DIR" >&2; exit 2 ;;
 esac
