@@ -14,9 +14,10 @@
 # instead of the install build/mpich-patched was built against, such as the dev prefix of
 # mpich/build.sh --incremental), TB_SLAB_OUT (keep the CSV files in this directory).
 # Prints per round the fastest time of each (ms), the ratios debian/patched (goal: >= 3) and
-# patched/pmpi (goal: <= 1.1) and which launches started in the machine's slow cross-core state
-# (their cross_core_handoff above 3x: node_leader's handoffs then take several times as long),
-# then the median of each ratio over the rounds.
+# patched/pmpi (goal: <= 1.1) and which launches timed their Alltoallw in the machine's slow
+# cross-core state (the handoff ratio tb-redistribute took before or after it above
+# model_validation.py's SLOW_HANDOFF_RATIO: node_leader's handoffs then take several times as
+# long), then the median of each ratio over the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for b in mpich mpich-patched; do
@@ -43,17 +44,22 @@ for r in $(seq 1 "$rounds"); do
     --method node_leader --csv "$out/pmpi.r$r.csv" --json "$out/pmpi.r$r.json" >/dev/null
 done
 
-/usr/bin/python3 - "$out" "$rounds" <<'EOF'
+/usr/bin/python3 - "$out" "$rounds" "$PWD/analysis" <<'EOF'
 import csv, json, pathlib, statistics, sys
 out, rounds = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+from model_validation import SLOW_HANDOFF_RATIO, handoff_ratio, row_state
 SIDES = ("debian", "patched", "pmpi")
 def slow(r):
-    """The launches of round r that started in the slow cross-core state (microbench/machine_state.hpp)."""
+    """The launches of round r whose Alltoallw row ran in the slow cross-core state
+    (microbench/machine_state.hpp): the state around the row, or an older file's launch start."""
     def mark(side):
-        state = json.load(open(out / f"{side}.r{r}.json"))["metadata"].get("cross_core_handoff")
-        if not state:  # a build from before the tools recorded it
+        doc = json.load(open(out / f"{side}.r{r}.json"))
+        row = next(row for row in doc["results"] if row["method"].startswith("alltoallw:"))
+        ratio = row_state(row, handoff_ratio(doc))
+        if ratio is None:  # a build from before the tools recorded it
             return side + "?"
-        return side if state["ratio"] > 3.0 else ""  # 3.0: kSlowHandoffRatio
+        return side if ratio > SLOW_HANDOFF_RATIO else ""
     return ",".join(m for m in map(mark, SIDES) if m) or "-"
 def fastest(side, r):
     rows = list(csv.DictReader(open(out / f"{side}.r{r}.csv")))
@@ -63,7 +69,7 @@ def fastest(side, r):
         sys.exit(f"slab_goal: {side} round {r}: no verified Alltoallw row in {out / f'{side}.r{r}.csv'}")
     return float(alg[0]["fastest_s"]) * 1e3, float(floor[0]["fastest_s"]) * 1e3
 print(f"{'round':>5} {'debian ms':>10} {'patched ms':>10} {'pmpi ms':>10} {'floor ms':>9} "
-      f"{'debian/patched':>14} {'patched/pmpi':>12}  started slow")
+      f"{'debian/patched':>14} {'patched/pmpi':>12}  timed slow")
 goal, match = [], []
 for r in range(1, rounds + 1):
     (d, floor), (p, _), (n, _) = fastest("debian", r), fastest("patched", r), fastest("pmpi", r)
