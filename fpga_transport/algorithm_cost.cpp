@@ -96,7 +96,16 @@ std::vector<Phase> pairwise_schedule(const CommPattern& pat, const ScheduleOptio
   return phases;
 }
 
-std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const ScheduleOptions&) {
+// Whether two ranks share a node (ranks are numbered node by node, opt.ranks_per_node each).
+bool same_node(int a, int b, const ScheduleOptions& opt) {
+  const int per_node = std::max(1, opt.ranks_per_node);
+  return a / per_node == b / per_node;
+}
+
+// The messages carry what their senders have just packed (Message::fresh), and a sender packs
+// into the buffer an on-node receiver read in the previous call (the library's single copy out
+// of it): that pack writes bytes another core has just read, priced as a node handoff.
+std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const ScheduleOptions& opt) {
   const int n = pat.ranks();
   Phase pack = empty_phase("pack", n), send = empty_phase("contiguous messages", n), unpack = empty_phase("unpack", n);
   for (int s = 0; s < n; ++s)
@@ -105,7 +114,9 @@ std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const S
       if (t.bytes == 0) continue;
       add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
       add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
-      if (s != d) send.messages.push_back({s, d, static_cast<double>(t.bytes)});
+      if (s == d) continue;
+      send.messages.push_back({s, d, static_cast<double>(t.bytes), true});
+      if (same_node(s, d, opt)) pack.handoff_bytes[s] += static_cast<double>(t.bytes);
     }
   return {std::move(pack), std::move(send), std::move(unpack)};
 }
@@ -168,7 +179,8 @@ std::vector<Phase> ucx_zcopy_schedule(const CommPattern& pat, const ScheduleOpti
           send.messages.push_back({s, d, static_cast<double>(t.bytes) / static_cast<double>(pieces)});
       } else {
         add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
-        send.messages.push_back({s, d, static_cast<double>(t.bytes)});
+        send.messages.push_back({s, d, static_cast<double>(t.bytes), true});
+        if (same_node(s, d, opt)) pack.handoff_bytes[s] += static_cast<double>(t.bytes);  // as pack_alltoallv
         if (t.recv_blocks > 1) add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
       }
     }
@@ -259,6 +271,21 @@ double node_handoff_s(const Phase& p, std::size_t r, const Network& network, con
   return host->node_handoff_s(p.handoff_bytes[r]);
 }
 
+// The largest extra any rank's receiving pays for the fresh messages of a phase from senders on
+// its node (Message::fresh), one after another.
+double fresh_messages_s(const Phase& p, const Network& network) {
+  const HostMessage* host = network.fresh_messages();
+  if (!host) return 0.0;
+  const int per_node = std::max(1, network.ranks_per_node());
+  std::map<int, double> by_receiver;
+  for (const Message& m : p.messages)
+    if (m.fresh && m.src != m.dst && m.src / per_node == m.dst / per_node)
+      by_receiver[m.dst] += host->fresh_message_s(m.bytes);
+  double largest = 0.0;
+  for (const auto& [rank, seconds] : by_receiver) largest = std::max(largest, seconds);
+  return largest;
+}
+
 // The library's datatype work of one side (see LibraryWork).
 double library_work_s(const LibraryWork& w, const Network& network, const MemoryModel& library,
                       const MemoryModel& memory, double working_set, bool send) {
@@ -301,7 +328,8 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +
                                   node_handoff_s(p, r, network, memory));
     const double comm =
-        p.zero_copy_gets ? network.gets_phase_time_s(p.messages, traffic) : network.phase_time_s(p.messages, traffic);
+        (p.zero_copy_gets ? network.gets_phase_time_s(p.messages, traffic) : network.phase_time_s(p.messages, traffic)) +
+        fresh_messages_s(p, network);
     c.local_s += local;
     c.communication_s += comm;
     for (const auto& m : p.messages) c.messages += m.src != m.dst;

@@ -68,8 +68,9 @@ struct Phase {
   std::vector<LibraryWork> library_send, library_recv;  // per rank: the MPI library's datatype work
   std::vector<SelfMessage> self_messages;  // per rank: its message to itself (empty: none in the phase)
   // per rank: bytes of its local copies that read what another rank of the node wrote in this call
-  // (node_leader's unpack from the node's staging); where the network measured node handoffs they
-  // cost that extra time on top of the copy (empty: none in the phase)
+  // (node_leader's unpack from the node's staging) or writes over what another rank of its node has
+  // just read (a pack into the buffer an on-node peer read in the previous call); where the
+  // network measured node handoffs they cost that extra time on top of the copy (empty: none)
   std::vector<double> handoff_bytes;
   // the messages are one-sided zero-copy gets made by their receivers (ucx_zcopy), costed by
   // Network::gets_phase_time_s

@@ -91,6 +91,10 @@ double HostMessage::node_handoff_s(double bytes) const {
   return node_handoff.empty() || bytes <= 0 ? 0.0 : extra_at(node_handoff, bytes);
 }
 
+double HostMessage::fresh_message_s(double bytes) const {
+  return fresh.empty() || bytes <= 0 ? 0.0 : extra_at(fresh, bytes);
+}
+
 void NoncontiguousExtra::check(const std::string& what) const {
   for (std::size_t i = 0; i < by_block.size(); ++i) {
     const auto& [block, curve] = by_block[i];
@@ -181,6 +185,7 @@ void to_json(nlohmann::json& j, const HostMessage& m) {
   if (!m.send_extra.empty()) j["noncontiguous_send_extra_seconds"] = m.send_extra;
   if (!m.recv_extra.empty()) j["noncontiguous_recv_extra_seconds"] = m.recv_extra;
   if (!m.node_handoff.empty()) j["node_handoff_extra_seconds_by_bytes"] = m.node_handoff;
+  if (!m.fresh.empty()) j["fresh_message_extra_seconds_by_bytes"] = m.fresh;
   if (!m.gets.empty()) j["get_seconds_by_bytes"] = m.gets;
   if (!m.cold.empty()) j["cold_message_extra_seconds"] = m.cold;
 }
@@ -218,11 +223,12 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   check_keys(j, "",
              {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes",
               "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds",
-              "node_handoff_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"});
+              "node_handoff_extra_seconds_by_bytes", "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes",
+              "cold_message_extra_seconds"});
   nlohmann::json fit = j;
   for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds",
-                          "noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes", "get_seconds_by_bytes",
-                          "cold_message_extra_seconds"})
+                          "noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes",
+                          "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"})
     fit.erase(key);
   fit.get_to(m.fit);
   read_curve(j, "message_seconds_by_bytes", m.measured);
@@ -230,6 +236,7 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   read_curve(j, "noncontiguous_send_extra_seconds", m.send_extra);
   read_curve(j, "noncontiguous_recv_extra_seconds", m.recv_extra);
   read_curve(j, "node_handoff_extra_seconds_by_bytes", m.node_handoff);
+  read_curve(j, "fresh_message_extra_seconds_by_bytes", m.fresh);
   read_curve(j, "get_seconds_by_bytes", m.gets);
   read_curve(j, "cold_message_extra_seconds", m.cold);
   if (m.send_extra.empty() != m.recv_extra.empty())

@@ -118,6 +118,10 @@ struct HostMessage {
   NoncontiguousExtra send_extra, recv_extra;
   MeasuredCurve node_handoff;
   double node_handoff_s(double bytes) const;
+  // The extra of a message of L bytes whose sender has just written them, over the same message
+  // repeated (tb-beff's fresh messages).
+  MeasuredCurve fresh;
+  double fresh_message_s(double bytes) const;
   MeasuredCurve gets;
   ColdMessageExtra cold;
   bool is_measured() const { return !measured.empty(); }

@@ -26,11 +26,18 @@ const std::vector<ModelTerm>& switchable_terms() {
        "tb-beff --fit-out, keys 'host.noncontiguous_send_extra_seconds' and '...recv...': per block size and message "
        "size, the median of paired exchanges with that side a vector minus the median of the same exchange contiguous"},
       {"node_handoff",
-       "host: node_leader's unpack from the node's staging, which reads what other ranks just wrote, at the "
-       "measured extra time of such a copy over a copy of the rank's own bytes",
+       "host: node_leader's unpack from the node's staging, which reads what other ranks just wrote, and the packs "
+       "of pack_alltoallv, local_remap and ucx_zcopy into the buffers an on-node peer read in the previous call, "
+       "at the measured extra time of such a copy over a copy of the rank's own bytes",
        "tb-beff --fit-out, key 'host.node_handoff_extra_seconds_by_bytes': ranks in pairs on one node, copy into a "
        "shared window, barrier, copy the partner's bytes out; the median minus the median of the same with both "
        "copies in the rank's own memory"},
+      {"fresh_messages",
+       "host: an on-node message whose sender has just written (packed) its bytes, as pack_alltoallv and "
+       "local_remap send, also pays on its receiver's side the measured extra of such a message over the same "
+       "message repeated (the library's copy reads bytes another core has just written)",
+       "tb-beff --fit-out, key 'host.fresh_message_extra_seconds_by_bytes': ranks in pairs, MPI_Sendrecv of L bytes "
+       "right after each rewrote its send buffer; the median minus the median of the same exchange repeated at once"},
       {"zero_copy_gets",
        "host: ucx_zcopy's pieces as one-sided gets by their receivers at the measured time of a get, a rank's gets "
        "one after another, instead of MPI messages",
@@ -69,6 +76,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_noncontiguous_messages();
   } else if (term == "node_handoff") {
     for (Network& n : networks) n.drop_node_handoff();
+  } else if (term == "fresh_messages") {
+    for (Network& n : networks) n.drop_fresh_messages();
   } else if (term == "cold_messages") {
     for (Network& n : networks) n.drop_cold_messages();
   } else if (term == "zero_copy_gets") {

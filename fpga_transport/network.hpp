@@ -45,6 +45,9 @@ namespace tb::fpga {
 struct Message {
   int src = 0, dst = 0;
   double bytes = 0.0;
+  // Its sender wrote the send buffer just before (it packed it): on one node the receiver's copy
+  // reads bytes another core has just written (a host network's fresh_messages() prices that).
+  bool fresh = false;
 };
 
 enum class NetworkKind { iec, pcie_mpi, host, cluster };
@@ -124,6 +127,12 @@ class Network {
     return kind_ == NetworkKind::host && !host_.cold.empty() ? &host_.cold : nullptr;
   }
   void drop_cold_messages() { host_.cold = {}; }
+  // The measured extra of a message whose bytes its sender has just written (host with tb-beff's
+  // fresh messages), or null.
+  const HostMessage* fresh_messages() const {
+    return kind_ == NetworkKind::host && !host_.fresh.empty() ? &host_ : nullptr;
+  }
+  void drop_fresh_messages() { host_.fresh = {}; }
   // Seconds from the first rank's exit from an MPI_Barrier over all ranks to each rank's (a cluster
   // whose barrier is described, ClusterFabric::barrier), or empty where the network does not say.
   std::vector<double> barrier_exits_s() const;

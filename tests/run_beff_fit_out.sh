@@ -8,7 +8,9 @@
 # times (host.noncontiguous_{send,recv}_extra_seconds), per block size, every size of at least 4
 # blocks, which tb-model names too, and not with --without noncontiguous_messages; and the node
 # handoffs (host.node_handoff_extra_seconds_by_bytes), one extra >= 0 per size up to
-# --pairs-max-bytes (65536 here), named by tb-model, and not with --without node_handoff; and where
+# --pairs-max-bytes (65536 here), named by tb-model, and not with --without node_handoff; and the
+# fresh messages' extras (host.fresh_message_extra_seconds_by_bytes) likewise, named by tb-model, and
+# not with --without fresh_messages; and where
 # the testbed has UCX the zero-copy gets (host.get_seconds_by_bytes), one positive time per size
 # 64 B - 64 KiB, named by tb-model, and not with --without zero_copy_gets (without UCX: no such key);
 # and the cold messages' extras (host.cold_message_extra_seconds), per traffic size 256 KiB - 64 MiB
@@ -51,6 +53,10 @@ handoff = host["node_handoff_extra_seconds_by_bytes"]
 if [b for b, _ in handoff] != [4096, 16384, 65536] or any(s < 0 for _, s in handoff):
     sys.exit(f"run_beff_fit_out: FAILED: the node handoffs {handoff} are not one extra >= 0 per size 4-64 KiB")
 print(f"run_beff_fit_out: node handoffs at {len(handoff)} sizes")
+fresh = host["fresh_message_extra_seconds_by_bytes"]
+if [b for b, _ in fresh] != [4096, 16384, 65536] or any(s < 0 for _, s in fresh):
+    sys.exit(f"run_beff_fit_out: FAILED: the fresh messages {fresh} are not one extra >= 0 per size 4-64 KiB")
+print(f"run_beff_fit_out: fresh messages at {len(fresh)} sizes")
 gets = host.get("get_seconds_by_bytes")
 if gets is None:
     print("run_beff_fit_out: zero-copy gets not measured")
@@ -84,6 +90,7 @@ names_term self_messages "measured self messages \(tb-beff self exchange medians
 names_term noncontiguous_messages "non-contiguous messages measured \(tb-beff, [0-9]+ block sizes\)" \
   "non-contiguous messages measured"
 names_term node_handoff "node handoffs measured \(tb-beff, [0-9]+ sizes\)" "node handoffs measured"
+names_term fresh_messages "fresh messages measured \(tb-beff, [0-9]+ sizes\)" "fresh messages measured"
 names_term cold_messages "cold messages measured \(tb-beff, [0-9]+ traffic sizes\)" "cold messages measured"
 if grep -q get_seconds_by_bytes "$out/host.json"; then
   names_term zero_copy_gets "zero-copy gets measured \(tb-beff, [0-9]+ sizes\)" "zero-copy gets measured"

@@ -462,6 +462,67 @@ TEST(CostTerms, NodeHandoffForTheUnpackFromStaging) {
   EXPECT_NEAR(cost({staged[2]}, nets[0], m).local_s, 1.5e-6, 1e-12);
 }
 
+// Node handoffs on the write side (pack_alltoallv, 2 ranks on one node). The same host: rank 0
+// packs 1500 B for rank 1 into the buffer rank 1 read in the previous call: 1.5 us copy + 2.5 us
+// handoff; rank 1 packs 500 B: 0.5 us + 1 us. The pack phase costs 4 us; with the ranks on two
+// nodes (the peer reads through the network, not from the buffer) or the term off, 1.5 us.
+TEST(CostTerms, NodeHandoffForThePackIntoABufferAnOnNodePeerRead) {
+  nlohmann::json spec = {{"kind", "host"},
+                         {"ranks_per_node", 2},
+                         {"host",
+                          {{"alpha_s", 0.0},
+                           {"beta_s_per_byte", 0.0},
+                           {"node_handoff_extra_seconds_by_bytes", {{1000, 2e-6}, {2000, 3e-6}}}}}};
+  std::vector<Network> nets{Network::from_json(spec, 2)};
+  MemoryModel m = plain_memory(1e9, 0.0);
+  m.by_working_set = false;
+  CommPattern p(2);
+  p.at(0, 1) = {1500, 1, 1};
+  p.at(1, 0) = {500, 1, 1};
+  const auto one_node = schedule("pack_alltoallv", p, {.ranks_per_node = 2});
+  ASSERT_EQ(one_node.size(), 3u);
+  EXPECT_EQ(one_node[0].handoff_bytes, (std::vector<double>{1500, 500}));
+  EXPECT_NEAR(cost({one_node[0]}, nets[0], m).local_s, 4e-6, 1e-12);
+  EXPECT_EQ(schedule("local_remap", p, {.ranks_per_node = 2})[0].handoff_bytes, (std::vector<double>{1500, 500}));
+  const auto two_nodes = schedule("pack_alltoallv", p, {.ranks_per_node = 1});
+  EXPECT_EQ(two_nodes[0].handoff_bytes, (std::vector<double>{0, 0}));
+  EXPECT_NEAR(cost({two_nodes[0]}, nets[0], m).local_s, 1.5e-6, 1e-12);
+  switch_off("node_handoff", nets, m);
+  EXPECT_NEAR(cost({one_node[0]}, nets[0], m).local_s, 1.5e-6, 1e-12);
+}
+
+// Fresh messages (pack_alltoallv, 3 ranks on one node; messages themselves free: alpha and beta
+// 0). A host measured at 2 us extra for a message of 1000 B its sender just wrote and 5 us for
+// 4000 B. Rank 1 receives 4000 B from rank 0 (5 us) and 2500 B from rank 2 (2 + 1500 x 3 / 3000 =
+// 3.5 us), one after another: 8.5 us; rank 0 receives 1000 B from rank 1: 2 us. The exchange costs
+// 8.5 us; native's messages (the user's arrays, not just written) 0; with the ranks on separate
+// nodes or the term off, 0.
+TEST(CostTerms, FreshMessagesPayTheirMeasuredExtraOnTheReceiver) {
+  auto network = [](int per_node) {
+    return Network::from_json({{"kind", "host"},
+                               {"ranks_per_node", per_node},
+                               {"host",
+                                {{"alpha_s", 0.0},
+                                 {"beta_s_per_byte", 0.0},
+                                 {"fresh_message_extra_seconds_by_bytes", {{1000, 2e-6}, {4000, 5e-6}}}}}},
+                              3);
+  };
+  std::vector<Network> nets{network(3)};
+  MemoryModel m = plain_memory(1e9, 0.0);
+  CommPattern p(3);
+  p.at(0, 1) = {4000, 1, 1};
+  p.at(2, 1) = {2500, 1, 1};
+  p.at(1, 0) = {1000, 1, 1};
+  const auto packed = schedule("pack_alltoallv", p, {.ranks_per_node = 3});
+  ASSERT_EQ(packed.size(), 3u);
+  EXPECT_NEAR(cost({packed[1]}, nets[0], m).communication_s, 8.5e-6, 1e-12);
+  EXPECT_NEAR(cost(schedule("native", p, {.ranks_per_node = 3}), nets[0], m).communication_s, 0.0, 1e-12);
+  EXPECT_NEAR(cost({packed[1]}, network(1), m).communication_s, 0.0, 1e-12);
+  switch_off("fresh_messages", nets, m);
+  EXPECT_EQ(nets[0].fresh_messages(), nullptr);
+  EXPECT_NEAR(cost({packed[1]}, nets[0], m).communication_s, 0.0, 1e-12);
+}
+
 // Zero-copy gets (ucx_zcopy, 3 ranks, every piece direct). A host measured at 2 us per get of
 // 1000 B and 5 us per get of 4000 B, and at 10 us / 40 us per MPI message of the same sizes. Rank 1
 // gets 4000 B from rank 0 (5 us) and 2500 B from rank 2 (2 + 1500 x 3 / 3000 = 3.5 us), one after
@@ -618,7 +679,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 12u);
+  ASSERT_EQ(switchable_terms().size(), 13u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

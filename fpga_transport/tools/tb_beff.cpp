@@ -11,7 +11,9 @@
 // times messages with a non-contiguous send or receive side against the same bytes contiguous
 // (keys host.noncontiguous_send_extra_seconds, host.noncontiguous_recv_extra_seconds), and in pairs
 // on one node what copying out bytes the partner has just written costs over copying one's own
-// (key host.node_handoff_extra_seconds_by_bytes). Where the testbed has UCX, it times in pairs the
+// (key host.node_handoff_extra_seconds_by_bytes), and messages whose senders have just rewritten
+// their bytes against the same messages repeated at once (key
+// host.fresh_message_extra_seconds_by_bytes). Where the testbed has UCX, it times in pairs the
 // zero-copy gets ucx_zcopy makes, on ucx_zcopy's own UCX state (key host.get_seconds_by_bytes).
 // And in pairs it times messages whose buffers other memory traffic has pushed out of cache
 // against the same messages repeated at once (key host.cold_message_extra_seconds).
@@ -322,6 +324,40 @@ tb::fpga::ColdMessageExtra measure_cold_messages(const Options& opt, int rank, i
   return cold;
 }
 
+// Fresh messages. Ranks in pairs exchange L bytes with MPI_Sendrecv right after each rewrote its
+// send buffer (as pack_alltoallv and local_remap send what they have just packed), then the same
+// exchange repeated at once, its buffer no longer fresh. Per L: the median of the first minus that
+// of the second, never below 0: what the library's copy out of bytes the sender's core has just
+// written costs beyond the measured message. The received bytes are checked.
+constexpr int kFreshRepetitions = 7;
+
+// Needs a pair of ranks; on one rank nothing is measured (an empty curve).
+tb::fpga::MeasuredCurve measure_fresh_messages(const Options& opt, int rank, int size, long long& wrong) {
+  tb::fpga::MeasuredCurve curve;
+  if (size < 2) return curve;
+  PairExchange x;
+  x.partner = pair_partner(rank, size);
+  const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
+  x.send.assign(largest, 0), x.received.assign(largest, 0);
+  for (std::int64_t bytes : kPairSizes) {
+    if (bytes > opt.pairs_max_bytes) break;
+    tb::Timing fresh{.inner = 1, .seconds_per_op = {}}, again{.inner = 1, .seconds_per_op = {}};
+    for (int rep = 0; rep < kFreshRepetitions; ++rep) {
+      const auto value = static_cast<unsigned char>(1 + rep);  // a new value each time: every byte rewritten
+      std::memset(x.send.data(), value, static_cast<std::size_t>(bytes));
+      fresh.seconds_per_op.push_back(sendrecv_seconds(x, bytes));
+      if (x.partner != MPI_PROC_NULL)
+        x.wrong += std::count_if(x.received.begin(), x.received.begin() + bytes, [&](unsigned char c) { return c != value; });
+      again.seconds_per_op.push_back(sendrecv_seconds(x, bytes));
+    }
+    curve.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, fresh.median() - again.median()));
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &x.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+  wrong += x.wrong;
+  curve.check("tb-beff's fresh messages");
+  return curve;
+}
+
 // The node handoffs. Ranks in pairs within a node (local ranks 0-1, 2-3, ...; a rank without a
 // partner on its node only waits), every pair at once: each rank copies L bytes of its own into
 // its slot of a window the pair shares, MPI_Barrier, and copies the partner's slot into a private
@@ -505,6 +541,11 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
     std::printf("  node handoffs (copy out of a partner's fresh bytes, extra over own bytes, median): 64 KiB %.2f us, "
                 "1 MiB %.2f us\n",
                 b.host.node_handoff_s(64 << 10) * 1e6, b.host.node_handoff_s(1 << 20) * 1e6);
+  if (b.host.fresh.empty())
+    std::printf("  fresh messages: not measured (they need a pair of ranks)\n");
+  else
+    std::printf("  fresh messages (extra of a message just written by its sender, median): 64 KiB %.2f us, 1 MiB %.2f us\n",
+                b.host.fresh_message_s(64 << 10) * 1e6, b.host.fresh_message_s(1 << 20) * 1e6);
   if (b.host.gets.empty())
     std::printf("  zero-copy gets: not measured (they need UCX and a pair of ranks)\n");
   else
@@ -548,6 +589,8 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                                   "median with that side a vector minus its contiguous median), "
                                   "node_handoff_extra_seconds_by_bytes (a copy out of a node partner's fresh bytes "
                                   "minus a copy of the rank's own), "
+                                  "fresh_message_extra_seconds_by_bytes (a paired exchange's median right after each "
+                                  "rank rewrote its send buffer minus its median repeated at once), "
                                   "get_seconds_by_bytes (ucx_zcopy's UCX gets in pairs, per get), "
                                   "cold_message_extra_seconds (per traffic size, a paired exchange's median after that "
                                   "much other memory traffic minus its median repeated at once)"},
@@ -575,6 +618,7 @@ int run(const Options& opt) {
   b.host.send_extra = noncontiguous.send;
   b.host.recv_extra = noncontiguous.recv;
   b.host.node_handoff = measure_node_handoff(opt, x.wrong);
+  b.host.fresh = measure_fresh_messages(opt, rank, size, x.wrong);
   b.host.gets = measure_gets(opt, rank, size, x.wrong);
   b.host.cold = measure_cold_messages(opt, rank, size, x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
