@@ -1,0 +1,103 @@
+/* Where pack_alltoallv's time goes on 2 ranks of one node: tb-model under-predicts it 2-4x from
+ * 16 KiB per peer (docs/results/2026-12-04-row-states.md). Per size L, each phase timed on its
+ * own between barriers (the slowest rank's, median of 9), as pack_alltoallv runs them:
+ *   pack      memcpy of the L bytes for the peer from the user's send array into a staging buffer;
+ *   self      memcpy of the rank's own L bytes from the send array into the receive array;
+ *   exchange  MPI_Alltoallv of the staging buffers (L bytes to the peer, none to itself), whose
+ *             send bytes were just written by the pack;
+ *   unpack    memcpy of the L received bytes into the user's receive array;
+ *   again     the same MPI_Alltoallv repeated at once (its send bytes no longer fresh);
+ *   whole     the four phases back to back without barriers, as one call.
+ *
+ *   mpicc.mpich -O2 -o /tmp/pack_exchange_phases experiments/probes/pack_exchange_phases.c
+ *   mpiexec.mpich -n 2 /tmp/pack_exchange_phases
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROBE_NAME "pack_exchange_phases"
+#include "probe.h"
+
+#define REPS 9
+#define LARGEST (4 << 20)
+enum { PACK, SELF, EXCHANGE, UNPACK, AGAIN, WHOLE, PHASES };
+static const char *names[PHASES] = {"pack", "self", "exchange", "unpack", "again", "whole"};
+
+struct arrays {
+    char *send, *recv, *staging_out, *staging_in; /* user arrays of 2L, staging of L */
+    int counts_out[2], counts_in[2], displs[2];
+    int peer;
+};
+
+static void pack(struct arrays *a, size_t bytes) { memcpy(a->staging_out, a->send + a->peer * bytes, bytes); }
+static void self(struct arrays *a, size_t bytes, int rank) { memcpy(a->recv + rank * bytes, a->send + rank * bytes, bytes); }
+static void unpack(struct arrays *a, size_t bytes) { memcpy(a->recv + a->peer * bytes, a->staging_in, bytes); }
+static void exchange(struct arrays *a)
+{
+    CHECK(MPI_Alltoallv(a->staging_out, a->counts_out, a->displs, MPI_BYTE, a->staging_in, a->counts_in, a->displs,
+                        MPI_BYTE, MPI_COMM_WORLD));
+}
+
+/* Seconds of one phase (or the whole call) between barriers; the slowest rank's. */
+static double timed(int phase, struct arrays *a, size_t bytes, int rank)
+{
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double t = MPI_Wtime();
+    switch (phase) {
+    case PACK: pack(a, bytes); break;
+    case SELF: self(a, bytes, rank); break;
+    case EXCHANGE: case AGAIN: exchange(a); break;
+    case UNPACK: unpack(a, bytes); break;
+    default: pack(a, bytes); self(a, bytes, rank); exchange(a); unpack(a, bytes); break;
+    }
+    t = MPI_Wtime() - t;
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    CHECK(MPI_Init(&argc, &argv));
+    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (size != 2) {
+        if (rank == 0)
+            fprintf(stderr, "pack_exchange_phases: run on 2 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    struct arrays a = {checked_malloc(2 * LARGEST), checked_malloc(2 * LARGEST), checked_malloc(LARGEST),
+                       checked_malloc(LARGEST), {0, 0}, {0, 0}, {0, 0}, 1 - rank};
+    memset(a.send, rank + 1, 2 * LARGEST);
+    memset(a.recv, 0, 2 * LARGEST);
+    memset(a.staging_out, 0, LARGEST);
+    memset(a.staging_in, 0, LARGEST);
+    if (rank == 0)
+        printf("%10s %10s %10s %10s %10s %10s %10s %10s (us, median of %d)\n", "bytes", names[0], names[1], names[2],
+               names[3], names[4], "sum of 4", names[5], REPS);
+    for (size_t bytes = 16384; bytes <= LARGEST; bytes *= 4) {
+        a.counts_out[a.peer] = a.counts_in[a.peer] = (int) bytes;
+        double t[PHASES][REPS];
+        for (int i = 0; i < REPS; i++)
+            for (int p = 0; p < PHASES; p++)
+                t[p][i] = timed(p, &a, bytes, rank);
+        if (a.recv[a.peer * bytes] != (char) (a.peer + 1) || a.recv[(a.peer + 1) * bytes - 1] != (char) (a.peer + 1)) {
+            fprintf(stderr, "pack_exchange_phases: rank %d received the wrong bytes\n", rank);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        double m[PHASES];
+        for (int p = 0; p < PHASES; p++)
+            m[p] = median(t[p], REPS) * 1e6;
+        if (rank == 0)
+            printf("%10zu %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", bytes, m[PACK], m[SELF], m[EXCHANGE],
+                   m[UNPACK], m[AGAIN], m[PACK] + m[SELF] + m[EXCHANGE] + m[UNPACK], m[WHOLE]);
+    }
+    free(a.send);
+    free(a.recv);
+    free(a.staging_out);
+    free(a.staging_in);
+    CHECK(MPI_Finalize());
+    return 0;
+}
