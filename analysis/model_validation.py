@@ -516,9 +516,12 @@ def report(args):
     tally = {"redistribution rows": StateTally(), "sweep benchmarks": StateTally()}
     left_out = [] if args.state != "all" else None
     comparisons = collect(args, tally, left_out)
+    if not comparisons and left_out:
+        raise ValueError(f"no algorithm has {args.min_repetitions} repetitions timed in the {args.state} state at "
+                         f"any point ({len(left_out)} left out; the last section of an --state all report counts "
+                         "the slow rows)")
     if not comparisons:
-        raise ValueError("nothing to compare: give --redistribute and/or --bench"
-                         + (f" (or nothing was timed in the {args.state} state)" if left_out else ""))
+        raise ValueError("nothing to compare: give --redistribute and/or --bench")
     expected = [a for a in (args.expect_algorithms or "").split(",") if a]
     missing = missing_algorithms(comparisons, expected, left_out or ())
     if missing:
