@@ -384,9 +384,10 @@ def summary_row(name, s):
             f"{s.within} of {s.within_of} |")
 
 
-def report_lines(comparisons, expected=()):
+def report_lines(comparisons, expected=(), left_out=()):
     """The markdown report: every point, the summaries, the rankings and the goals; `expected`:
-    the algorithms every point was checked to compare (missing_algorithms)."""
+    the algorithms every point was checked to compare (missing_algorithms), but those `left_out`
+    (a report of one state): a point missing one has no ranking."""
     shown = [k for k in PARTS if k != "timing_s" or any(c.parts.get(k, 0) for c in comparisons)]
     names = {"communication_s": "comm", "local_s": "local", "overhead_s": "overhead", "timing_s": "timing"}
     lines = ["| point | bytes per peer | algorithm | reps | measured median ms | rep spread | predicted ms "
@@ -399,7 +400,8 @@ def report_lines(comparisons, expected=()):
                      f"({parts}) | {pct(c.error)} |")
     overall = summarise(comparisons)
     if expected:
-        lines += ["", f"every point compares each algorithm tb-model costs: {', '.join(expected)}"]
+        lines += ["", f"every point compares each algorithm tb-model costs: {', '.join(expected)}"
+                  + (f", but the {len(left_out)} left out (last sections)" if left_out else "")]
     lines += ["", f"Summary over the points from {human_bytes(SUMMARY_FROM_BYTES)} per peer (signed error = "
               "(predicted - measured) / measured; bias = mean signed error):", "",
               f"| algorithm | points | median \\|error\\| | mean \\|error\\| | bias | within {100 * WITHIN:.0f} % "
@@ -419,8 +421,13 @@ def report_lines(comparisons, expected=()):
                      f"{overall.within} of {overall.within_of} within {100 * WITHIN:.0f} % from "
                      f"{human_bytes(WITHIN_FROM_BYTES)} per peer")
     points = by_point(comparisons)
-    rankings = [ranking(points[p]) for p in ranking_points(comparisons)]
+    incomplete = {point for point, _, _ in left_out}
+    rankings = [ranking(points[p]) for p in ranking_points(comparisons) if p not in incomplete]
     lines += ["", "Ranking, fastest first (measured median against tb-model on the calibrated host):", ""]
+    for p in ranking_points(comparisons):
+        if p in incomplete:
+            lines.append(f"ranking at {p.label()} {human_bytes(p.bytes_per_peer)}: not checked (an algorithm "
+                         "was left out there)")
     if not rankings:
         lines.append(f"ranking: not checked (neither the {RANKING_SHAPE} slab nor {human_bytes(RANKING_BYTES)} "
                      "per peer is in this run)")
@@ -526,7 +533,7 @@ def report(args):
     missing = missing_algorithms(comparisons, expected, left_out or ())
     if missing:
         raise ValueError("not both measured and predicted at every point: " + "; ".join(missing))
-    lines = report_lines(comparisons, expected)
+    lines = report_lines(comparisons, expected, left_out or ())
     if args.state != "all":
         lines = [f"Only the timings made in the {args.state} state (--state {args.state}): each tb-redistribute "
                  "row and tb-bench benchmark is counted as slow when the cross-core handoff ratio its tool took "
@@ -814,6 +821,16 @@ def handoff_ratio(doc):
     return None
 
 
+def is_slow(ratio):
+    """Whether a recorded cross-core handoff ratio is the slow state's."""
+    return ratio > SLOW_HANDOFF_RATIO
+
+
+def in_state(ratio, state):
+    """Whether a known ratio is in `state` (fast or slow)."""
+    return is_slow(ratio) == (state == "slow")
+
+
 def row_state(row, launch_ratio):
     """The cross-core handoff ratio a timed row ran in: the larger of its handoff_before and
     handoff_after (tb-redistribute's rows, tb-bench's counters: taken just before and just after
@@ -839,13 +856,13 @@ def row_in_state(row, launch_ratio, state, tally, where):
     if tally is not None:
         tally.rows += 1
         tally.unknown += ratio is None
-        tally.slow += ratio is not None and ratio > SLOW_HANDOFF_RATIO
+        tally.slow += ratio is not None and is_slow(ratio)
     if state == "all":
         return True
     if ratio is None:
         raise ValueError(f"{where}: no cross-core handoff state recorded (a file from before the tools recorded it, "
                          f"or no node with two ranks), so it cannot be counted as {state}")
-    return (ratio > SLOW_HANDOFF_RATIO) == (state == "slow")
+    return in_state(ratio, state)
 
 
 STATES = ("all", "fast", "slow")
@@ -868,7 +885,7 @@ def launches_in(paths, state):
             why = ("its launch had no node with two ranks (or ran under SMPI)" if recorded else
                    "no cross_core_handoff recorded: a file from before the tools recorded it")
             raise ValueError(f"{path}: {why}, so it cannot be counted as {state}")
-        if (ratio > SLOW_HANDOFF_RATIO) == (state == "slow"):
+        if in_state(ratio, state):
             kept.append(path)
     return kept
 
@@ -886,7 +903,7 @@ def state_lines(launches, state="all", tally=None):
     for kind, paths in launches:
         ratios = [handoff_ratio(load_json(p)) for p in paths]
         known = [r for r in ratios if r is not None]
-        slow = sum(1 for r in known if r > SLOW_HANDOFF_RATIO)
+        slow = sum(1 for r in known if is_slow(r))
         text = ", ".join("-" if r is None else f"{r:.1f}" for r in ratios)
         lines.append(f"- {kind}: {slow} of {len(known)} slow ({text})" if known else f"- {kind}: not recorded")
     for kind, t in (tally or {}).items():

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import unittest
@@ -398,6 +399,17 @@ class Report(unittest.TestCase):
         self.assertIn("- pairwise at tb-bench contiguous 1 MiB: 4", report)
         self.assertIn("- redistribution rows timed: 1 of 15 slow", report)
         self.assertIn("- sweep benchmarks timed: 1 of 10 slow", report)
+        self.assertIn("tb-model costs: native, pairwise, local_remap, but the 2 left out (last sections)", report)
+        self.assertIn("ranking at tb-bench contiguous 1 MiB: not checked (an algorithm was left out there)", report)
+        self.assertNotIn("ranking at tb-bench contiguous 1 MiB: matches", report)
+
+    def test_the_slow_threshold_is_the_tools_one(self):
+        header = os.path.join(os.path.dirname(os.path.abspath(model_validation.__file__)), "..", "microbench",
+                              "machine_state.hpp")
+        with open(header) as f:
+            tools = re.search(r"kSlowHandoffRatio = ([0-9.]+);", f.read())
+        self.assertIsNotNone(tools, "machine_state.hpp no longer defines kSlowHandoffRatio")
+        self.assertEqual(float(tools.group(1)), model_validation.SLOW_HANDOFF_RATIO)
 
     def test_fewer_than_five_repetitions_is_an_error(self):
         code, err = self.failing_report(redistribute_reps=4)

@@ -102,7 +102,7 @@ bool same_node(int a, int b, const ScheduleOptions& opt) {
   return a / per_node == b / per_node;
 }
 
-// The messages carry what their senders have just packed (Message::fresh), and a sender packs
+// The messages carry what their senders have just packed (Message::fresh on one node), and a sender packs
 // into the buffer an on-node receiver read in the previous call (the library's single copy out
 // of it): that pack writes bytes another core has just read, priced as a node handoff.
 std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const ScheduleOptions& opt) {
@@ -115,8 +115,9 @@ std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const S
       add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
       add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
       if (s == d) continue;
-      send.messages.push_back({s, d, static_cast<double>(t.bytes), true});
-      if (same_node(s, d, opt)) pack.handoff_bytes[s] += static_cast<double>(t.bytes);
+      const bool on_node = same_node(s, d, opt);
+      send.messages.push_back({s, d, static_cast<double>(t.bytes), on_node});
+      if (on_node) pack.handoff_bytes[s] += static_cast<double>(t.bytes);
     }
   return {std::move(pack), std::move(send), std::move(unpack)};
 }
@@ -179,8 +180,9 @@ std::vector<Phase> ucx_zcopy_schedule(const CommPattern& pat, const ScheduleOpti
           send.messages.push_back({s, d, static_cast<double>(t.bytes) / static_cast<double>(pieces)});
       } else {
         add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
-        send.messages.push_back({s, d, static_cast<double>(t.bytes), true});
-        if (same_node(s, d, opt)) pack.handoff_bytes[s] += static_cast<double>(t.bytes);  // as pack_alltoallv
+        const bool on_node = same_node(s, d, opt);  // as pack_alltoallv
+        send.messages.push_back({s, d, static_cast<double>(t.bytes), on_node});
+        if (on_node) pack.handoff_bytes[s] += static_cast<double>(t.bytes);
         if (t.recv_blocks > 1) add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
       }
     }
@@ -264,23 +266,22 @@ double self_message_s(const SelfMessage& m, const Network& network, const Memory
   return library.copy_time_s(m.bytes, blocks, working_set);
 }
 
-// The extra time of rank r's copies out of what other ranks of its node wrote (Phase::handoff_bytes).
+// The extra time of rank r's copies out of what other ranks of its node wrote, or over what they
+// read (Phase::handoff_bytes).
 double node_handoff_s(const Phase& p, std::size_t r, const Network& network, const MemoryModel& memory) {
   const HostMessage* host = network.node_handoff();
   if (!host || !memory.local_work || r >= p.handoff_bytes.size()) return 0.0;
   return host->node_handoff_s(p.handoff_bytes[r]);
 }
 
-// The largest extra any rank's receiving pays for the fresh messages of a phase from senders on
-// its node (Message::fresh), one after another.
+// The largest extra any rank's receiving pays for the fresh messages of a phase (Message::fresh),
+// one after another.
 double fresh_messages_s(const Phase& p, const Network& network) {
   const HostMessage* host = network.fresh_messages();
   if (!host) return 0.0;
-  const int per_node = std::max(1, network.ranks_per_node());
   std::map<int, double> by_receiver;
   for (const Message& m : p.messages)
-    if (m.fresh && m.src != m.dst && m.src / per_node == m.dst / per_node)
-      by_receiver[m.dst] += host->fresh_message_s(m.bytes);
+    if (m.fresh && m.src != m.dst) by_receiver[m.dst] += host->fresh_message_s(m.bytes);
   double largest = 0.0;
   for (const auto& [rank, seconds] : by_receiver) largest = std::max(largest, seconds);
   return largest;

@@ -78,7 +78,7 @@ struct Phase {
 };
 
 struct ScheduleOptions {
-  int ranks_per_node = 1;            // node_leader's R (ranks are numbered node by node)
+  int ranks_per_node = 1;            // node_leader's R; which packs and messages stay on a node (ranks are numbered node by node)
   double pack_below_bytes = 4096.0;  // ucx_zcopy's threshold (TB_UCX_PACK_BELOW)
   bool node_shared_buffers = false;  // node_leader: the user's arrays are in node-shared memory
 };

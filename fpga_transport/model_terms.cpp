@@ -33,8 +33,8 @@ const std::vector<ModelTerm>& switchable_terms() {
        "shared window, barrier, copy the partner's bytes out; the median minus the median of the same with both "
        "copies in the rank's own memory"},
       {"fresh_messages",
-       "host: an on-node message whose sender has just written (packed) its bytes, as pack_alltoallv and "
-       "local_remap send, also pays on its receiver's side the measured extra of such a message over the same "
+       "host: an on-node message whose sender has just written (packed) its bytes, as pack_alltoallv, "
+       "local_remap and ucx_zcopy's packed peers send, also pays on its receiver's side the measured extra of such a message over the same "
        "message repeated (the library's copy reads bytes another core has just written)",
        "tb-beff --fit-out, key 'host.fresh_message_extra_seconds_by_bytes': ranks in pairs, MPI_Sendrecv of L bytes "
        "right after each rewrote its send buffer; the median minus the median of the same exchange repeated at once"},

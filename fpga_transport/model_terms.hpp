@@ -16,7 +16,10 @@
 //                     over the same message contiguous, by message size and bytes per block,
 //                     instead of a pass of the library's engine (non-contiguous self messages too)
 //   node_handoff      host: node_leader's unpack from the node's staging (bytes other ranks just
-//                     wrote) at tb-beff's measured extra time of such a copy
+//                     wrote), and packs into a buffer an on-node peer just read, at tb-beff's
+//                     measured extra time of such a copy
+//   fresh_messages    host: an on-node message of bytes its sender just packed pays tb-beff's
+//                     measured extra of such a message on its receiver
 //   zero_copy_gets    host: ucx_zcopy's pieces as one-sided gets by their receivers at tb-beff's
 //                     measured time per get, instead of MPI messages
 //   cold_messages     host: a message's extra time when the rank's memory traffic in the call has

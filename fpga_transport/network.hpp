@@ -45,8 +45,9 @@ namespace tb::fpga {
 struct Message {
   int src = 0, dst = 0;
   double bytes = 0.0;
-  // Its sender wrote the send buffer just before (it packed it): on one node the receiver's copy
-  // reads bytes another core has just written (a host network's fresh_messages() prices that).
+  // Its sender wrote the send buffer just before (it packed it) and its receiver is on the same
+  // node, whose copy reads bytes another core has just written (a host network's
+  // fresh_messages() prices that; the schedule decides from ScheduleOptions::ranks_per_node).
   bool fresh = false;
 };
 

@@ -6,18 +6,19 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 
 namespace tb {
 
-NodePairs::NodePairs(MPI_Comm comm, std::int64_t largest) : comm_(comm), largest_(largest) {
+NodePairs::NodePairs(MPI_Comm comm, std::int64_t largest, bool first_pair_only) : comm_(comm), largest_(largest) {
   if (largest < 1) throw std::invalid_argument("NodePairs: a slot needs at least one byte");
   MPI_Comm node = MPI_COMM_NULL;
   int local = 0, on_node = 1;
   TB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   TB_MPI_CHECK(MPI_Comm_rank(node, &local));
   TB_MPI_CHECK(MPI_Comm_size(node, &on_node));
-  const bool paired = (local ^ 1) < on_node;
+  const bool paired = (local ^ 1) < on_node && (!first_pair_only || local < 2);
   const int split = MPI_Comm_split(node, paired ? local / 2 : MPI_UNDEFINED, local, &pair_);
   MPI_Comm_free(&node);
   TB_MPI_CHECK(split);
@@ -41,7 +42,7 @@ NodePairs::NodePairs(MPI_Comm comm, std::int64_t largest) : comm_(comm), largest
 NodePairs::~NodePairs() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized) return;
+  if (finalized || std::uncaught_exceptions() > 0) return;  // see the class comment
   if (window_ != MPI_WIN_NULL) MPI_Win_free(&window_);
   if (pair_ != MPI_COMM_NULL) MPI_Comm_free(&pair_);
 }
@@ -86,7 +87,7 @@ HandoffProbe::HandoffProbe(MPI_Comm comm) {
 #if defined(TB_SMPI)
   (void)comm;  // SMPI's shared windows are the simulator's, not the host's caches
 #else
-  pairs_ = std::make_unique<NodePairs>(comm, kHandoffBytes);
+  pairs_ = std::make_unique<NodePairs>(comm, kHandoffBytes, /*first_pair_only=*/true);
   if (!pairs_->any()) pairs_.reset();
 #endif
 }

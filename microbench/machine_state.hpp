@@ -23,13 +23,14 @@
 
 namespace tb {
 
-// The ranks of each node of comm (MPI_COMM_TYPE_SHARED) in pairs, node ranks 0-1, 2-3, ...; the
-// last of an odd count has no partner and only joins the collectives. Each pair shares a window
-// with a slot of `largest` bytes per rank. Construction and destruction are collective over comm,
-// an intracommunicator.
+// The ranks of each node of comm (MPI_COMM_TYPE_SHARED) in pairs, node ranks 0-1, 2-3, ... (with
+// `first_pair_only`, only node ranks 0-1); a rank without a partner only joins the collectives.
+// Each pair shares a window with a slot of `largest` bytes per rank. Construction is collective
+// over comm, an intracommunicator, and destruction over each pair; while an exception unwinds, the
+// destructor frees nothing (the partner may wait in another collective: the tool aborts instead).
 class NodePairs {
  public:
-  NodePairs(MPI_Comm comm, std::int64_t largest);
+  NodePairs(MPI_Comm comm, std::int64_t largest, bool first_pair_only = false);
   ~NodePairs();
   NodePairs(const NodePairs&) = delete;
   NodePairs& operator=(const NodePairs&) = delete;
@@ -61,8 +62,9 @@ class NodePairs {
   long long wrong_ = 0;
 };
 
-// The cross-core handoff state, measured as often as a tool asks: 1 MiB handed over between the
-// ranks of each NodePairs pair against the same copies within a rank, median of 5 of each.
+// The cross-core handoff state, measured as often as a tool asks: 1 MiB handed over between node
+// ranks 0 and 1 of every node (one pair per node, so that many ranks per node do not turn it into
+// a memory-bandwidth test) against the same copies within a rank, median of 5 of each.
 // measure() returns {"bytes", "handoff_us", "private_us", "ratio"} (the slowest rank's medians,
 // ratio = handoff_us / private_us), or null where no node has two ranks or shared windows are
 // not real memory (smpi). Construction and measure() are collective over comm.

@@ -48,7 +48,7 @@ done
 import csv, json, pathlib, statistics, sys
 out, rounds = pathlib.Path(sys.argv[1]), int(sys.argv[2])
 sys.path.insert(0, sys.argv[3])
-from model_validation import SLOW_HANDOFF_RATIO, handoff_ratio, row_state
+from model_validation import handoff_ratio, is_slow, row_state
 SIDES = ("debian", "patched", "pmpi")
 def slow(r):
     """The launches of round r whose Alltoallw row ran in the slow cross-core state
@@ -59,7 +59,7 @@ def slow(r):
         ratio = row_state(row, handoff_ratio(doc))
         if ratio is None:  # a build from before the tools recorded it
             return side + "?"
-        return side if ratio > SLOW_HANDOFF_RATIO else ""
+        return side if is_slow(ratio) else ""
     return ",".join(m for m in map(mark, SIDES) if m) or "-"
 def fastest(side, r):
     rows = list(csv.DictReader(open(out / f"{side}.r{r}.csv")))

@@ -3,8 +3,8 @@
 #   check_model_validation.sh recost RUN_DIR OUT_DIR
 #     re-costs a finished run (TB_VALIDATION_RECOST=RUN_DIR): the same model on the same
 #     measurements must give the run's validation.csv byte for byte, its report the spread of every
-#     calibration the run made (host-K.json) and the state each calibration and sweep launch started
-#     in; re-costed on one of them (TB_VALIDATION_NETWORK) the
+#     calibration the run made (host-K.json) and the state of each calibration (its start or end)
+#     and sweep launch, and the run's rows must carry their own states (handoff_before/after); re-costed on one of them (TB_VALIDATION_NETWORK) the
 #     report names that file and shows no spread; RUN_DIR is left as it was (its file list and
 #     validation.csv).
 #   check_model_validation.sh state RUN_DIR OUT_DIR
@@ -32,6 +32,18 @@ case ${1:-} in
     grep -Eq "^- calibrations: [0-9]+ of $hosts slow \([0-9.]+(, [0-9.]+)*\)$" "$out/report.md" ||
       fail "the report does not give the state each of the $hosts calibrations started in"
     grep -Eq "^- sweep launches: [0-9]+ of [0-9]+ slow " "$out/report.md" || fail "no state per sweep launch in the report"
+    /usr/bin/python3 - "$run" <<'EOF' || fail "the run's rows do not carry their own states"
+import glob, json, os, sys
+def numeric(row):
+    return all(isinstance(row.get(k), (int, float)) and row[k] > 0 for k in ("handoff_before", "handoff_after"))
+for path in glob.glob(os.path.join(sys.argv[1], "measured-*-rep*.json")):
+    rows = [r for r in json.load(open(path))["results"] if r["method"] not in ("memcpy_floor", "streaming_copy")]
+    if not rows or not all(map(numeric, rows)):
+        sys.exit(f"{path}: a row without handoff_before/handoff_after")
+for path in glob.glob(os.path.join(sys.argv[1], "bench-rep*.json")):
+    if not all(map(numeric, json.load(open(path))["benchmarks"])):
+        sys.exit(f"{path}: a benchmark without handoff_before/handoff_after")
+EOF
     TB_VALIDATION_RECOST=$run TB_VALIDATION_NETWORK=$run/host-1.json TB_VALIDATION_OUT=$out-host1 "$script" mpich \
       > "$out-host1.log" 2>&1 || { tail -n 20 "$out-host1.log"; fail "re-costing on host-1.json exited $?"; }
     grep -q "^re-costing the measurements of $run on $run/host-1.json" "$out-host1/run.txt" || fail "run.txt does not name host-1.json"

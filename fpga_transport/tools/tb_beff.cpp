@@ -167,7 +167,7 @@ tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, int rank, long
 // a vector receive must leave alone.
 constexpr int kNoncontiguousRepetitions = 5;
 constexpr std::int64_t kNoncontiguousBlocks[] = {64, 1024, 16384, 262144};
-// The sizes of the paired measurements (these, the node handoffs and the cold messages), up to
+// The sizes of the paired measurements (these, the node handoffs, the fresh and the cold messages), up to
 // --pairs-max-bytes.
 constexpr std::int64_t kPairSizes[] = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
 constexpr std::int64_t kNoncontiguousLoopBytes = 1 << 20;  // a small size loops up to this many bytes per timing
@@ -652,7 +652,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--pairs-max-bytes", opt.pairs_max_bytes,
                  "largest size of the paired measurements, the non-contiguous exchanges, the node handoffs, the "
-                 "zero-copy gets and the cold messages (sizes up to 16 MiB in steps of 4x, up to it)")
+                 "fresh messages, the zero-copy gets and the cold messages (sizes up to 16 MiB in steps of 4x, up to it)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");

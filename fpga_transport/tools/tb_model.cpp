@@ -120,7 +120,8 @@ void add_options(CLI::App& app, Options& o) {
   tb::add_list_option(app, "--algorithm", o.algorithms, "algorithms to cost (default: every registered one and local_remap)",
                       "name");
   app.add_option("--ranks-per-node", o.ranks_per_node,
-                 "ranks per node: node_leader's, and a cluster network's placement (default: the network's; one per "
+                 "ranks per node: node_leader's, which packed messages stay on a node, and a cluster network's "
+                 "placement (default: the network's; one per "
                  "FPGA, all on one host, a cluster node's cores)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--inner", o.inner,
