@@ -2,8 +2,8 @@
 // start) and again around each thing it times, and recorded with its results.
 //
 // On some hosts (the 2-core AMD EPYC VM of docs/results/2026-12-04-cross-core-handoff-state.md) a
-// read of bytes another core has just written takes about 9x its usual time for seconds to tens
-// of seconds at a time, while copies within one core do not slow down (large ones even speed up). Every
+// read of bytes another core has just written takes about 9x its usual time for seconds to many
+// minutes at a time (docs/results/2026-12-04-row-states.md), while copies within one core do not slow down (large ones even speed up). Every
 // algorithm that hands data over through shared memory (node_leader's staging, ucx_zcopy's gets)
 // is then several times slower, and a benchmark or a calibration run in that state disagrees
 // with one run outside it. The state cannot be chosen; it can be recorded, so that every result

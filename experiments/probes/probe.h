@@ -9,6 +9,8 @@
  *                  malloc and aligned_alloc that never return NULL for a size above 0:
  *                  "<PROBE_NAME>: out of memory" on stderr and MPI_Abort(MPI_COMM_WORLD, 1) instead;
  *   compare        qsort's ascending order of doubles;
+ *   slowest_rank(seconds)  the largest of every rank's `seconds` (MPI_MAX over MPI_COMM_WORLD):
+ *                  a timed section's time as the probes report it;
  *   median(t, n)   sorts t[0] to t[n - 1] in place and returns t[n / 2]: the median for the odd
  *                  repetition counts the probes use.
  * The functions are static inline, so a probe that does not use one gets no unused-function
@@ -57,6 +59,12 @@ static inline int compare(const void *a, const void *b)
 {
     const double x = *(const double *) a, y = *(const double *) b;
     return x < y ? -1 : x > y;
+}
+
+static inline double slowest_rank(double seconds)
+{
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return seconds;
 }
 
 static inline double median(double *t, int n)

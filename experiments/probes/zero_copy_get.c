@@ -36,8 +36,7 @@
 
 static double slowest(double t)
 {
-    CHECK(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    return t;
+    return slowest_rank(t);
 }
 
 struct ucx {
