@@ -937,6 +937,51 @@ def host(args):
     return 0
 
 
+# ---------------------------------------------------------------------------------------------
+# The fixed overheads per call, per state
+# ---------------------------------------------------------------------------------------------
+
+def overhead_samples(paths, state):
+    """{algorithm: ([seconds per call timed in `state`], [seconds in any state])} of tb-bench's
+    contiguous benchmarks at 1 B per peer, over the launches `paths` (model_validation.sh measures
+    them once before the repetitions and once in each)."""
+    samples = {}
+    for path in paths:
+        kept = bench_samples(path, state)
+        for point, by_algorithm in bench_samples(path, "all").items():
+            if point.layout != "contiguous" or point.bytes_per_peer != 1:
+                continue
+            for algorithm, seconds in by_algorithm.items():
+                in_state_s, every_s = samples.setdefault(algorithm, ([], []))
+                in_state_s.extend(kept[point][algorithm])
+                every_s.extend(seconds)
+    if not samples:
+        raise ValueError(f"no tb-bench benchmark at 1 B per peer, contiguous, in {', '.join(paths)}")
+    return samples
+
+
+def overheads(args):
+    """Each algorithm's time per call at 1 B per peer as tb-model --overheads reads it: the median
+    over the launches' benchmarks timed in the state. An algorithm none of whose benchmarks ran in
+    the state takes the median over all of them, and that is said on stderr and in the file
+    ("fell_back"): the slow state's overheads are several times the fast state's, so a single
+    launch at the start of a run must not set both."""
+    samples = overhead_samples(args.launches, args.state)
+    benchmarks, fell_back = [], []
+    for algorithm, (in_state_s, every_s) in sorted(samples.items()):
+        chosen = in_state_s or every_s
+        if not in_state_s:
+            fell_back.append(algorithm)
+            print(f"model_validation.py overheads: no 1 B benchmark of {algorithm} timed in the {args.state} state; "
+                  f"its overhead is the median of all {len(every_s)}", file=sys.stderr)
+        benchmarks.append({"name": f"alltoallw/contiguous/{algorithm}/1/manual_time", "run_type": "iteration",
+                           "real_time": statistics.median(chosen), "time_unit": "s", "samples": len(chosen)})
+    with open(args.out, "w") as f:
+        json.dump({"context": {"state": args.state, "launches": args.launches, "fell_back": fell_back},
+                   "benchmarks": benchmarks}, f, indent=2)
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(prog="model_validation.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -973,6 +1018,12 @@ def parser():
     h.add_argument("--state", choices=STATES, default="all",
                    help="the median over the calibrations in this state only (slow: started or ended slow)")
     h.set_defaults(run=host)
+    o = sub.add_parser("overheads", help="each algorithm's fixed overhead per call: the median of its 1 B benchmarks "
+                                         "timed in a state")
+    o.add_argument("out")
+    o.add_argument("launches", nargs="+", help="tb-bench JSON files of -m 1:1 --layouts contiguous")
+    o.add_argument("--state", choices=STATES, default="all")
+    o.set_defaults(run=overheads)
     return p
 
 

@@ -519,6 +519,74 @@ def calibration(tmp, name, scale, stamp, **changes):
     return path
 
 
+class Overheads(unittest.TestCase):
+    """model_validation.py overheads: each algorithm's time at 1 B per peer in a state, as
+    tb-model --overheads reads it."""
+
+    def launches(self, tmp, states):
+        """One tb-bench launch at 1 B per peer per entry of `states` ({native, pairwise}: handoff
+        ratio around each benchmark); launch k times native at 1 + k us, pairwise at 10 + k us."""
+        paths = []
+        for k, by_algorithm in enumerate(states):
+            path = os.path.join(tmp, f"overheads-rep{k}.json")
+            write_bench(path, {("contiguous", 1, "native"): [1 + k], ("contiguous", 1, "pairwise"): [10 + k],
+                               ("contiguous", 2, "native"): [99]})
+            record_state(path, 1.0)
+            with open(path) as f:
+                doc = json.load(f)
+            for b in doc["benchmarks"]:
+                ratio = by_algorithm["native" if "/native/" in b["name"] else "pairwise"]
+                b.update(handoff_before=ratio, handoff_after=1.0)
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            paths.append(path)
+        return paths
+
+    def overheads(self, tmp, paths, state):
+        out, err = os.path.join(tmp, f"o-{state}.json"), io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = model_validation.main(["model_validation.py", "overheads", "--state", state, out, *paths])
+        if code:
+            return code, err.getvalue(), None
+        with open(out) as f:
+            doc = json.load(f)
+        # (microseconds, unit, samples): the file is in seconds
+        times = {b["name"]: (round(b["real_time"] * 1e6, 9), b["time_unit"], b["samples"]) for b in doc["benchmarks"]}
+        return code, err.getvalue(), (times, doc["context"])
+
+    def test_each_state_takes_the_median_of_its_own_launches(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = self.launches(tmp, [{"native": 9.0, "pairwise": 9.0}, {"native": 1.0, "pairwise": 1.0},
+                                        {"native": 1.0, "pairwise": 9.0}, {"native": 1.0, "pairwise": 1.0}])
+            _, _, (fast, _) = self.overheads(tmp, paths, "fast")
+            _, _, (slow, _) = self.overheads(tmp, paths, "slow")
+            _, _, (every, _) = self.overheads(tmp, paths, "all")
+        name = "alltoallw/contiguous/{}/1/manual_time"
+        self.assertEqual(fast[name.format("native")], (3, "s", 3))    # launches 1-3: 2, 3, 4 us
+        self.assertEqual(fast[name.format("pairwise")], (12, "s", 2))  # launches 1 and 3: 11, 13 us
+        self.assertEqual(slow[name.format("native")], (1, "s", 1))
+        self.assertEqual(slow[name.format("pairwise")], (11, "s", 2))  # launches 0 and 2: 10, 12 us
+        self.assertEqual(every[name.format("native")], (2.5, "s", 4))
+        self.assertEqual(len(fast), 2)  # the 2 B benchmark is not an overhead
+
+    def test_an_algorithm_never_timed_in_the_state_falls_back_to_all_and_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = self.launches(tmp, [{"native": 1.0, "pairwise": 9.0}, {"native": 1.0, "pairwise": 9.0}])
+            code, err, (times, context) = self.overheads(tmp, paths, "fast")
+        self.assertEqual(code, 0)
+        self.assertEqual(times["alltoallw/contiguous/pairwise/1/manual_time"], (10.5, "s", 2))
+        self.assertEqual(context["fell_back"], ["pairwise"])
+        self.assertIn("no 1 B benchmark of pairwise timed in the fast state; its overhead is the median of all 2", err)
+
+    def test_launches_without_a_1_byte_benchmark_are_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "b.json")
+            write_bench(path, {("contiguous", 2, "native"): [1.0]})
+            code, err, _ = self.overheads(tmp, [path], "all")
+        self.assertEqual(code, 1)
+        self.assertIn("no tb-bench benchmark at 1 B per peer, contiguous", err)
+
+
 class HostMedian(unittest.TestCase):
     def test_every_measured_value_is_the_median_over_the_calibrations(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -10,7 +10,10 @@
 #    spread over the run is not moved by a minority of them (TB_VALIDATION_CALIBRATIONS=once:
 #    only the first, as before);
 #    tb-model measures the memory model (copy bandwidth, cost per block) -> memory.json, and
-#    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json.
+#    tb-bench at 1 B per peer gives each algorithm's fixed overhead per call -> overheads.json,
+#    measured again in each repetition (overheads-repK.json); the model takes per algorithm the
+#    median of those timed in the judged state (overheads-<state>.json; model_validation.py
+#    overheads), since the slow state's overheads are a multiple of the fast state's.
 # 2. Measured, every algorithm tb-model can cost (tb-model --list-algorithms), each point the
 #    median of REPETITIONS (>= 5) interleaved repetitions:
 #    - the redistributions: per repetition, tb-redistribute once per cube size (slab, c64,
@@ -163,7 +166,7 @@ fi
 mkdir -p "$out/logs"
 # A previous run's files would be read as this run's repetitions: start clean.
 rm -rf "$out"/measured-*.json "$out"/predicted-*.csv "$out/bench.json" "$out"/bench-rep*.json "$out/bench-patterns.jsonl" \
-  "$out"/host-*.json "$out/host.json" "$out"/beff-*.json "$out/beff.json" \
+  "$out"/host-*.json "$out/host.json" "$out"/beff-*.json "$out/beff.json" "$out"/overheads*.json \
   "$out/bench-predicted" "$out/report.md" "$out/validation.csv" "$out"/logs/*.log
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 {
@@ -212,6 +215,11 @@ measure() {
   calibrate() {
     quiet "$out/logs/beff-$1.log" launch -n 2 --out "$out/beff-$1.json" tb-beff --fit-out "$out/host-$1.json" "${beff_args[@]}"
   }
+  # overheads NAME: every algorithm at 1 B per peer (tb-bench) -> NAME.json.
+  overheads() {
+    quiet "$out/logs/$1.log" launch -n 2 --out "$out/$1.json" tb-bench -m 1:1 --layouts contiguous \
+      --benchmark_min_time=0.2
+  }
   calibrated=1
   # calibrate_again: the next calibration, unless TB_VALIDATION_CALIBRATIONS=once.
   calibrate_again() {
@@ -233,9 +241,9 @@ measure() {
     --save-memory "$out/memory-twin.json" || { wait "$twin" || true; exit 1; }
   wait "$twin"  # the first one's memory model is used: its failure stops the script
   # Fixed per-call overheads: every algorithm at 1 B per peer (tb-bench), a separate measurement
-  # from the validation points below.
-  quiet "$out/logs/overheads.log" launch -n 2 --out "$out/overheads.json" tb-bench -m 1:1 --layouts contiguous \
-    --benchmark_min_time=0.2
+  # from the validation points below, here and in each repetition (overheads-repK.json), so that
+  # each state has its own (model_validation.py overheads).
+  overheads overheads
 
   for ((rep = 1; rep <= reps; rep++)); do
     echo "== repetition $rep of $reps: tb-redistribute at ${sizes[*]} (cubes), methods $(rotated $((rep - 1)))"
@@ -250,6 +258,7 @@ measure() {
         --layouts "$layouts" --algorithms "$(rotated $((rep - 1)) alltoallw)" --interleave \
         --benchmark_min_time="$min_time"
     fi
+    overheads "overheads-rep$rep"
     calibrate_again
   done
   echo "measured: end $(date -u '+%F %T') UTC, load average $(loadavg)" | tee -a "$out/run.txt"
@@ -287,13 +296,19 @@ if [ "$state" != all ] && { [ -z "$recost" ] || [ -z "${TB_VALIDATION_NETWORK:-}
   echo "state: $state; $network is the median of the calibrations made in it" | tee -a "$out/run.txt"
 fi
 [ -z "$recost" ] || echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
+# Each algorithm's fixed overhead: the median of its 1 B benchmarks timed in the state (a run from
+# before the repetitions measured them has overheads.json only).
+mapfile -t overhead_launches < <(find "$src" -maxdepth 1 \( -name overheads.json -o -name 'overheads-rep[0-9]*.json' \) | sort -V)
+validation overheads --state "$state" "$out/overheads-$state.json" "${overhead_launches[@]}"
+echo "overheads: $out/overheads-$state.json, the median of the 1 B benchmarks timed in the $state state" \
+  "over ${#overhead_launches[@]} launch(es)" | tee -a "$out/run.txt"
 
 # tb-model on the calibrated host: model CSV [tb-model options...]
 model() {
   local csv=$1
   shift
   quiet "$out/logs/$(basename "$csv" .csv).log" launch --out "$csv" tb-model --network "$network" \
-    --memory "$src/memory-floors.json" --overheads "$src/overheads.json" "$@"
+    --memory "$src/memory-floors.json" --overheads "$out/overheads-$state.json" "$@"
 }
 redistribute=()
 for n in "${sizes[@]}"; do

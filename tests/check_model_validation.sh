@@ -10,7 +10,8 @@
 #   check_model_validation.sh state RUN_DIR OUT_DIR
 #     re-costs a copy of the run with TB_VALIDATION_STATE=fast after setting every recorded state
 #     to fast except the first calibration's and the native row of one repetition (made slow):
-#     host-fast.json must be the median of the other calibrations, the native point of that cube
+#     host-fast.json must be the median of the other calibrations, overheads-fast.json of the
+#     overhead launches but the first (made slow), the native point of that cube
 #     left out (4 of 5 repetitions timed fast) and named, and the report must count the slow rows.
 #   check_model_validation.sh once OUT_DIR
 #     TB_VALIDATION_CALIBRATIONS=once (8^3 slab, no sweep): one tb-beff calibration, host-1.json
@@ -40,7 +41,8 @@ for path in glob.glob(os.path.join(sys.argv[1], "measured-*-rep*.json")):
     rows = [r for r in json.load(open(path))["results"] if r["method"] not in ("memcpy_floor", "streaming_copy")]
     if not rows or not all(map(numeric, rows)):
         sys.exit(f"{path}: a row without handoff_before/handoff_after")
-for path in glob.glob(os.path.join(sys.argv[1], "bench-rep*.json")):
+for path in glob.glob(os.path.join(sys.argv[1], "bench-rep*.json")) + glob.glob(os.path.join(sys.argv[1], "overheads.json")) + \
+        glob.glob(os.path.join(sys.argv[1], "overheads-rep*.json")):
     if not all(map(numeric, json.load(open(path))["benchmarks"])):
         sys.exit(f"{path}: a benchmark without handoff_before/handoff_after")
 EOF
@@ -74,16 +76,18 @@ def rows(doc, slow_method):
     doc["metadata"]["cross_core_handoff"] = state(1.0)
     for row in doc["results"]:
         row.update(handoff_before=1.0, handoff_after=9.0 if row["method"] == slow_method else 1.0)
-def benchmarks(doc):
+def benchmarks(doc, ratio=1.0):
     doc["context"]["cross_core_handoff"] = json.dumps(state(1.0))
     for b in doc["benchmarks"]:
-        b.update(handoff_before=1.0, handoff_after=1.0)
+        b.update(handoff_before=1.0, handoff_after=ratio)
 for path in glob.glob(os.path.join(run, "host-[0-9]*.json")):
     rewrite(path, lambda doc, slow=path.endswith("/host-1.json"): calibration(doc, 9.0 if slow else 1.0))
 for path in glob.glob(os.path.join(run, "measured-*-rep*.json")):
     rewrite(path, lambda doc, slow=path.endswith("-rep2.json"): rows(doc, "alltoallw:native" if slow else None))
 for path in glob.glob(os.path.join(run, "bench-rep*.json")):
     rewrite(path, benchmarks)
+for path in glob.glob(os.path.join(run, "overheads.json")) + glob.glob(os.path.join(run, "overheads-rep*.json")):
+    rewrite(path, lambda doc, slow=path.endswith("/overheads.json"): benchmarks(doc, 9.0 if slow else 1.0))
 EOF
     TB_VALIDATION_RECOST=$copy TB_VALIDATION_STATE=fast TB_VALIDATION_MIN_REPETITIONS=5 TB_VALIDATION_OUT=$out \
       "$script" mpich > "$out.log" 2>&1 || { tail -n 20 "$out.log"; fail "re-costing in the fast state exited $?"; }
@@ -97,7 +101,14 @@ EOF
     ! grep -Eq "^\| tb-redistribute [^|]+ \| [^|]+ \| native \|" "$out/report.md" || fail "the left-out native point is in the figures"
     grep -Eq "^- redistribution rows timed: 1 of [0-9]+ slow$" "$out/report.md" || fail "the slow row is not counted"
     grep -Eq "^- calibrations: 1 of $hosts slow " "$out/report.md" || fail "the slow calibration is not counted"
-    echo "check_model_validation: ok (fast state: $((hosts - 1)) calibrations, one row left out)"
+    launches=$(find "$copy" -maxdepth 1 \( -name overheads.json -o -name 'overheads-rep[0-9]*.json' \) | wc -l)
+    [ "$launches" -ge 2 ] || fail "the run measured the overheads in $launches launch(es), not once per repetition too"
+    samples=$(/usr/bin/python3 -c 'import json, sys
+print(sorted({b["samples"] for b in json.load(open(sys.argv[1]))["benchmarks"]}))' "$out/overheads-fast.json")
+    [ "$samples" = "[$((launches - 1))]" ] ||
+      fail "overheads-fast.json's medians are of $samples benchmarks, not of the $((launches - 1)) fast launches'"
+    grep -q "^overheads: $out/overheads-fast.json" "$out/run.txt" || fail "run.txt does not name overheads-fast.json"
+    echo "check_model_validation: ok (fast state: $((hosts - 1)) calibrations, $((launches - 1)) overhead launches, one row left out)"
     ;;
   once)
     out=$2
