@@ -248,9 +248,10 @@ SelfMessage self_message_of(const Phase& p, std::size_t rank) {
 }
 
 // The measured extra time of the non-contiguous sides of a message of `bytes` (see NoncontiguousExtra).
-double noncontiguous_extra_s(const HostMessage& host, double bytes, double send_blocks, double recv_blocks) {
-  return (send_blocks > 1 ? host.send_extra.extra_s(bytes, bytes / send_blocks) : 0.0) +
-         (recv_blocks > 1 ? host.recv_extra.extra_s(bytes, bytes / recv_blocks) : 0.0);
+double noncontiguous_extra_s(const NoncontiguousExtra& send, const NoncontiguousExtra& recv, double bytes,
+                             double send_blocks, double recv_blocks) {
+  return (send_blocks > 1 ? send.extra_s(bytes, bytes / send_blocks) : 0.0) +
+         (recv_blocks > 1 ? recv.extra_s(bytes, bytes / recv_blocks) : 0.0);
 }
 
 // One rank's message to itself (see SelfMessage).
@@ -261,8 +262,13 @@ double self_message_s(const SelfMessage& m, const Network& network, const Memory
   const MeasuredCurve* measured = network.self_messages();
   if (!measured) return memory.copy_time_s(m.bytes, blocks, working_set);
   if (blocks <= 1) return measured->time_s(m.bytes);
-  if (const HostMessage* host = network.noncontiguous_messages(); host && memory.local_work)
-    return measured->time_s(m.bytes) + noncontiguous_extra_s(*host, m.bytes, m.send_blocks, m.recv_blocks);
+  if (!memory.local_work) return library.copy_time_s(m.bytes, blocks, working_set);
+  if (const HostMessage* own = network.noncontiguous_self_messages())
+    return measured->time_s(m.bytes) +
+           noncontiguous_extra_s(own->self_send_extra, own->self_recv_extra, m.bytes, m.send_blocks, m.recv_blocks);
+  if (const HostMessage* pairs = network.noncontiguous_messages())
+    return measured->time_s(m.bytes) +
+           noncontiguous_extra_s(pairs->send_extra, pairs->recv_extra, m.bytes, m.send_blocks, m.recv_blocks);
   return library.copy_time_s(m.bytes, blocks, working_set);
 }
 

@@ -184,6 +184,8 @@ void to_json(nlohmann::json& j, const HostMessage& m) {
   if (!m.self_measured.empty()) j["self_message_seconds_by_bytes"] = m.self_measured;
   if (!m.send_extra.empty()) j["noncontiguous_send_extra_seconds"] = m.send_extra;
   if (!m.recv_extra.empty()) j["noncontiguous_recv_extra_seconds"] = m.recv_extra;
+  if (!m.self_send_extra.empty()) j["self_noncontiguous_send_extra_seconds"] = m.self_send_extra;
+  if (!m.self_recv_extra.empty()) j["self_noncontiguous_recv_extra_seconds"] = m.self_recv_extra;
   if (!m.node_handoff.empty()) j["node_handoff_extra_seconds_by_bytes"] = m.node_handoff;
   if (!m.fresh.empty()) j["fresh_message_extra_seconds_by_bytes"] = m.fresh;
   if (!m.gets.empty()) j["get_seconds_by_bytes"] = m.gets;
@@ -223,11 +225,13 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   check_keys(j, "",
              {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes",
               "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds",
+              "self_noncontiguous_send_extra_seconds", "self_noncontiguous_recv_extra_seconds",
               "node_handoff_extra_seconds_by_bytes", "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes",
               "cold_message_extra_seconds"});
   nlohmann::json fit = j;
   for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds",
-                          "noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes",
+                          "noncontiguous_recv_extra_seconds", "self_noncontiguous_send_extra_seconds",
+                          "self_noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes",
                           "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"})
     fit.erase(key);
   fit.get_to(m.fit);
@@ -235,6 +239,8 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   read_curve(j, "self_message_seconds_by_bytes", m.self_measured);
   read_curve(j, "noncontiguous_send_extra_seconds", m.send_extra);
   read_curve(j, "noncontiguous_recv_extra_seconds", m.recv_extra);
+  read_curve(j, "self_noncontiguous_send_extra_seconds", m.self_send_extra);
+  read_curve(j, "self_noncontiguous_recv_extra_seconds", m.self_recv_extra);
   read_curve(j, "node_handoff_extra_seconds_by_bytes", m.node_handoff);
   read_curve(j, "fresh_message_extra_seconds_by_bytes", m.fresh);
   read_curve(j, "get_seconds_by_bytes", m.gets);
@@ -242,6 +248,9 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   if (m.send_extra.empty() != m.recv_extra.empty())
     throw std::invalid_argument("keys 'noncontiguous_send_extra_seconds' and 'noncontiguous_recv_extra_seconds' come "
                                 "together (tb-beff measures both); one is missing");
+  if (m.self_send_extra.empty() != m.self_recv_extra.empty())
+    throw std::invalid_argument("keys 'self_noncontiguous_send_extra_seconds' and 'self_noncontiguous_recv_extra_seconds' "
+                                "come together (tb-beff measures both); one is missing");
 }
 void to_json(nlohmann::json& j, const MeasuredCurve& m) { j = m.seconds_by_bytes; }
 void from_json(const nlohmann::json& j, MeasuredCurve& m) {

@@ -103,7 +103,10 @@ struct ColdMessageExtra {
 // one to itself at once: tb-beff's self exchanges), which the library copies on its own path;
 // empty: no such measurement (the model then prices that copy as a plain memory copy).
 // `send_extra` and `recv_extra`: the measured extra time of a message non-contiguous on that side
-// (tb-beff's non-contiguous exchanges); empty: not measured. `node_handoff`: the measured extra
+// (tb-beff's non-contiguous exchanges); empty: not measured. `self_send_extra` and
+// `self_recv_extra`: the same of a message from a rank to itself (every rank at once; the library
+// packs or unpacks it on its own path, without a second core); empty: not measured (a self message
+// then pays the pairs' extra). `node_handoff`: the measured extra
 // time of copying L bytes out of memory another rank of the node has just written (a shared
 // window), over the same copy of bytes the rank wrote itself (tb-beff's node handoffs); empty:
 // not measured. node_handoff_s(L) reads it as NoncontiguousExtra reads its curves (below the
@@ -116,6 +119,7 @@ struct HostMessage {
   MeasuredCurve measured;
   MeasuredCurve self_measured;
   NoncontiguousExtra send_extra, recv_extra;
+  NoncontiguousExtra self_send_extra, self_recv_extra;
   MeasuredCurve node_handoff;
   double node_handoff_s(double bytes) const;
   // The extra of a message of L bytes whose sender has just written them, over the same message

@@ -22,9 +22,15 @@ const std::vector<ModelTerm>& switchable_terms() {
       {"noncontiguous_messages",
        "host: a message with a non-contiguous side at its measured extra time over a contiguous one, by message "
        "size and bytes per block (the library's packing on its real path), instead of a pass of the library engine; "
-       "a non-contiguous self message likewise",
+       "a non-contiguous self message likewise where its own extra (below) is not measured",
        "tb-beff --fit-out, keys 'host.noncontiguous_send_extra_seconds' and '...recv...': per block size and message "
        "size, the median of paired exchanges with that side a vector minus the median of the same exchange contiguous"},
+      {"noncontiguous_self_messages",
+       "host: a message from a rank to itself with a non-contiguous side (native's own block) at its own measured "
+       "extra over a contiguous one, by message size and bytes per block, instead of the pairs' extra: the library "
+       "packs it alone on one core",
+       "tb-beff --fit-out, keys 'host.self_noncontiguous_send_extra_seconds' and '...recv...': every rank exchanging "
+       "with itself at once (MPI_Sendrecv), the median with that side a vector minus the median contiguous"},
       {"node_handoff",
        "host: node_leader's unpack from the node's staging, which reads what other ranks just wrote, and the packs "
        "of pack_alltoallv, local_remap and ucx_zcopy into the buffers an on-node peer read in the previous call, "
@@ -74,6 +80,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_self_messages();
   } else if (term == "noncontiguous_messages") {
     for (Network& n : networks) n.drop_noncontiguous_messages();
+  } else if (term == "noncontiguous_self_messages") {
+    for (Network& n : networks) n.drop_noncontiguous_self_messages();
   } else if (term == "node_handoff") {
     for (Network& n : networks) n.drop_node_handoff();
   } else if (term == "fresh_messages") {

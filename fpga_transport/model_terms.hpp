@@ -14,7 +14,10 @@
 //                     instead of one plain copy
 //   noncontiguous_messages host: a message with a non-contiguous side at tb-beff's measured extra time
 //                     over the same message contiguous, by message size and bytes per block,
-//                     instead of a pass of the library's engine (non-contiguous self messages too)
+//                     instead of a pass of the library's engine (non-contiguous self messages too,
+//                     where their own extra is not measured)
+//   noncontiguous_self_messages host: a non-contiguous message from a rank to itself at tb-beff's
+//                     measured extra of such a self message, instead of the pairs' extra
 //   node_handoff      host: node_leader's unpack from the node's staging (bytes other ranks just
 //                     wrote), and packs into a buffer an on-node peer just read, at tb-beff's
 //                     measured extra time of such a copy

@@ -438,6 +438,10 @@ std::string Network::describe() const {
         s << "; non-contiguous messages measured (tb-beff, " << host_.send_extra.by_block.size()
           << " block sizes): 1 MiB in 64 B blocks " << host_.send_extra.extra_s(1 << 20, 64) * 1e6 << " us extra sent, "
           << host_.recv_extra.extra_s(1 << 20, 64) * 1e6 << " us received";
+      if (noncontiguous_self_messages())
+        s << "; non-contiguous self messages measured (tb-beff, " << host_.self_send_extra.by_block.size()
+          << " block sizes): 1 MiB in 64 B blocks " << host_.self_send_extra.extra_s(1 << 20, 64) * 1e6
+          << " us extra sent, " << host_.self_recv_extra.extra_s(1 << 20, 64) * 1e6 << " us received";
       if (node_handoff())
         s << "; node handoffs measured (tb-beff, " << host_.node_handoff.seconds_by_bytes.size()
           << " sizes): 256 KiB " << host_.node_handoff_s(256 << 10) * 1e6 << " us extra";

@@ -111,6 +111,13 @@ class Network {
     return kind_ == NetworkKind::host && !host_.send_extra.empty() && !host_.recv_extra.empty() ? &host_ : nullptr;
   }
   void drop_noncontiguous_messages() { host_.send_extra = {}, host_.recv_extra = {}; }
+  // The measured extra time of a non-contiguous message from a rank to itself (host with
+  // tb-beff's non-contiguous self exchanges), or null: a self message then pays the pairs' extra.
+  const HostMessage* noncontiguous_self_messages() const {
+    return kind_ == NetworkKind::host && !host_.self_send_extra.empty() && !host_.self_recv_extra.empty() ? &host_
+                                                                                                          : nullptr;
+  }
+  void drop_noncontiguous_self_messages() { host_.self_send_extra = {}, host_.self_recv_extra = {}; }
   // The measured extra time of reading what another rank of the node just wrote (host with
   // tb-beff's node handoffs), or null.
   const HostMessage* node_handoff() const {

@@ -407,6 +407,35 @@ TEST(CostTerms, NoncontiguousSelfMessageAtItsMeasuredExtra) {
   EXPECT_NEAR(cost(native, nets[0], m).local_s, 1e-6, 1e-12);
 }
 
+// A self message's own measured extra replaces the pairs': the host above with its self extra
+// measured too, sent in 64 B blocks 4 us at 1000 B and 8 us at 2000 B. The self message of
+// 1000 B in 16 blocks then costs 1 us + 4 us = 5 us; rank 0's 1500 B in 24 blocks 1 us + 6 us
+// (linear) = 7 us. Switched off, the pairs' extra again: 11 us. The two self tables come together.
+TEST(CostTerms, NoncontiguousSelfMessagesAtTheirOwnMeasuredExtra) {
+  nlohmann::json spec = measured_noncontiguous_host();
+  spec["host"]["self_noncontiguous_send_extra_seconds"] = {
+      {{"block_bytes", 64}, {"seconds_by_bytes", {{1000, 4e-6}, {2000, 8e-6}}}}};
+  spec["host"]["self_noncontiguous_recv_extra_seconds"] = {{{"block_bytes", 64}, {"seconds_by_bytes", {{1000, 1e-6}}}}};
+  std::vector<Network> nets{Network::from_json(spec, 1)};
+  MemoryModel m = plain_memory(10e9, 0.0);
+  CommPattern p(1);
+  p.at(0, 0) = {1000, 16, 1};
+  EXPECT_NEAR(cost(schedule("native", p, {}), nets[0], m).local_s, 5e-6, 1e-12);
+  p.at(0, 0) = {1500, 24, 1};
+  EXPECT_NEAR(cost(schedule("native", p, {}), nets[0], m).local_s, 7e-6, 1e-12);
+  p.at(0, 0) = {1000, 16, 1};
+  switch_off("noncontiguous_self_messages", nets, m);
+  EXPECT_EQ(nets[0].noncontiguous_self_messages(), nullptr);
+  EXPECT_NEAR(cost(schedule("native", p, {}), nets[0], m).local_s, 11e-6, 1e-12);
+  spec["host"].erase("self_noncontiguous_recv_extra_seconds");
+  try {
+    Network::from_json(spec, 1);
+    ADD_FAILURE() << "accepted a self send extra without its receive extra";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("self_noncontiguous_recv_extra_seconds"), std::string::npos) << e.what();
+  }
+}
+
 // The two tables come together, and each is checked: errors name the key.
 TEST(CostTerms, NoncontiguousMalformedTableNamesTheKey) {
   const nlohmann::json good = measured_noncontiguous_host();
@@ -678,7 +707,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 13u);
+  ASSERT_EQ(switchable_terms().size(), 14u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

@@ -9,7 +9,8 @@
 // MPI_Waitall): the library's own copy of a self part, as native's MPI_Alltoallw and local
 // remap's MPI_Alltoall(v) make it (key host.self_message_seconds_by_bytes). And in pairs of ranks it
 // times messages with a non-contiguous send or receive side against the same bytes contiguous
-// (keys host.noncontiguous_send_extra_seconds, host.noncontiguous_recv_extra_seconds), and in pairs
+// (keys host.noncontiguous_send_extra_seconds, host.noncontiguous_recv_extra_seconds), and so each
+// rank with itself (keys host.self_noncontiguous_{send,recv}_extra_seconds), and in pairs
 // on one node what copying out bytes the partner has just written costs over copying one's own
 // (key host.node_handoff_extra_seconds_by_bytes), and messages whose senders have just rewritten
 // their bytes against the same messages repeated at once (key
@@ -242,12 +243,12 @@ std::array<double, 3> exchange_medians(PairExchange& x, std::int64_t bytes, std:
   return medians;
 }
 
-// Needs a pair of ranks; on one rank nothing is measured (empty tables).
-Noncontiguous measure_noncontiguous(const Options& opt, int rank, int size, long long& wrong) {
+// The exchanges with `partner`: this rank's pair partner, or the rank itself (every rank at once:
+// a self message, which the library copies on its own path rather than through another core).
+Noncontiguous measure_noncontiguous(const Options& opt, int partner, const std::string& what, long long& wrong) {
   Noncontiguous n;
-  if (size < 2) return n;
   PairExchange x;
-  x.partner = pair_partner(rank, size);
+  x.partner = partner;
   const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
   x.send.resize(largest), x.received.resize(largest), x.strided.resize(2 * largest);
   for (std::int64_t block : kNoncontiguousBlocks) {
@@ -264,9 +265,14 @@ Noncontiguous measure_noncontiguous(const Options& opt, int rank, int size, long
   }
   TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &x.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
   wrong += x.wrong;
-  n.send.check("tb-beff's non-contiguous sends");
-  n.recv.check("tb-beff's non-contiguous receives");
+  n.send.check("tb-beff's non-contiguous " + what + " sends");
+  n.recv.check("tb-beff's non-contiguous " + what + " receives");
   return n;
+}
+
+// Needs a pair of ranks; on one rank nothing is measured (empty tables).
+Noncontiguous measure_noncontiguous_pairs(const Options& opt, int rank, int size, long long& wrong) {
+  return size < 2 ? Noncontiguous{} : measure_noncontiguous(opt, pair_partner(rank, size), "pair", wrong);
 }
 
 // Cold messages: ranks in pairs, every pair at once: MPI_Sendrecv of L bytes each way right after
@@ -535,6 +541,10 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
                 "sent %.1f / %.1f us, received %.1f / %.1f us\n",
                 b.host.send_extra.extra_s(1 << 20, 64) * 1e6, b.host.send_extra.extra_s(1 << 20, 262144) * 1e6,
                 b.host.recv_extra.extra_s(1 << 20, 64) * 1e6, b.host.recv_extra.extra_s(1 << 20, 262144) * 1e6);
+  std::printf("  non-contiguous self messages (every rank to itself at once, extra over contiguous, median), 1 MiB "
+              "in 64 B / 256 KiB blocks: sent %.1f / %.1f us, received %.1f / %.1f us\n",
+              b.host.self_send_extra.extra_s(1 << 20, 64) * 1e6, b.host.self_send_extra.extra_s(1 << 20, 262144) * 1e6,
+              b.host.self_recv_extra.extra_s(1 << 20, 64) * 1e6, b.host.self_recv_extra.extra_s(1 << 20, 262144) * 1e6);
   if (b.host.node_handoff.empty())
     std::printf("  node handoffs: not measured (they need two ranks on one node)\n");
   else
@@ -587,6 +597,8 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                                   "self_message_seconds_by_bytes (each size's self exchange median), "
                                   "noncontiguous_{send,recv}_extra_seconds (per block size, a paired exchange's "
                                   "median with that side a vector minus its contiguous median), "
+                                  "self_noncontiguous_{send,recv}_extra_seconds (the same, every rank exchanging "
+                                  "with itself), "
                                   "node_handoff_extra_seconds_by_bytes (a copy out of a node partner's fresh bytes "
                                   "minus a copy of the rank's own), "
                                   "fresh_message_extra_seconds_by_bytes (a paired exchange's median right after each "
@@ -614,9 +626,12 @@ int run(const Options& opt) {
   Exchanges x = measure_exchanges(opt, rank, size);
   Beff b = evaluate(opt, size, x);
   b.host.self_measured = measure_self_messages(opt, rank, x.wrong);
-  const Noncontiguous noncontiguous = measure_noncontiguous(opt, rank, size, x.wrong);
+  const Noncontiguous noncontiguous = measure_noncontiguous_pairs(opt, rank, size, x.wrong);
   b.host.send_extra = noncontiguous.send;
   b.host.recv_extra = noncontiguous.recv;
+  const Noncontiguous self = measure_noncontiguous(opt, rank, "self", x.wrong);
+  b.host.self_send_extra = self.send;
+  b.host.self_recv_extra = self.recv;
   b.host.node_handoff = measure_node_handoff(opt, x.wrong);
   b.host.fresh = measure_fresh_messages(opt, rank, size, x.wrong);
   b.host.gets = measure_gets(opt, rank, size, x.wrong);
