@@ -15,6 +15,7 @@ Phase empty_phase(const std::string& name, int ranks) {
   p.name = name;
   p.local_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
   p.local_blocks.assign(static_cast<std::size_t>(ranks), 0.0);
+  p.local_pieces.assign(static_cast<std::size_t>(ranks), 0.0);
   p.library_send.assign(static_cast<std::size_t>(ranks), LibraryWork{});
   p.library_recv.assign(static_cast<std::size_t>(ranks), LibraryWork{});
   p.self_messages.assign(static_cast<std::size_t>(ranks), SelfMessage{});
@@ -25,6 +26,12 @@ Phase empty_phase(const std::string& name, int ranks) {
 void add_local(Phase& p, int rank, double bytes, double blocks) {
   p.local_bytes[rank] += bytes;
   p.local_blocks[rank] += blocks;
+}
+
+// A copy made through node_leader's copy lists, in `pieces` pieces (MemoryModel::per_piece_at).
+void add_pieces(Phase& p, int rank, double bytes, double pieces) {
+  p.local_bytes[rank] += bytes;
+  p.local_pieces[rank] += pieces;
 }
 
 // The library packs a non-contiguous send side and unpacks a non-contiguous receive side.
@@ -148,12 +155,12 @@ std::vector<Phase> node_leader_schedule(const CommPattern& pat, const ScheduleOp
         if (t.bytes == 0) continue;
         const auto bytes = static_cast<double>(t.bytes);
         if (s == d || (node(s) == node(d) && opt.node_shared_buffers)) {  // one copy
-          add_local(on_node, s, bytes, static_cast<double>(std::max(t.send_blocks, t.recv_blocks)));
+          add_pieces(on_node, s, bytes, static_cast<double>(std::max(t.send_blocks, t.recv_blocks)));
           continue;
         }
         // Through the node's staging: packed by the sender, unpacked by the receiver.
-        add_local(on_node, s, bytes, static_cast<double>(t.send_blocks));
-        add_local(unpack, d, bytes, static_cast<double>(t.recv_blocks));
+        add_pieces(on_node, s, bytes, static_cast<double>(t.send_blocks));
+        add_pieces(unpack, d, bytes, static_cast<double>(t.recv_blocks));
         unpack.handoff_bytes[d] += bytes;
         if (node(s) != node(d)) between[{node(s), node(d)}] += bytes;
       }
@@ -329,7 +336,8 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     double local = 0.0;
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
       local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r],
-                                                 p.local_bytes[r] >= memory.streaming_from_bytes) +
+                                                 p.local_bytes[r] >= memory.streaming_from_bytes,
+                                                 r < p.local_pieces.size() ? p.local_pieces[r] : 0.0) +
                                   library_work_s(p.library_send[r], network, library, memory, working_set[r], true) +
                                   library_work_s(p.library_recv[r], network, library, memory, working_set[r], false) +
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +

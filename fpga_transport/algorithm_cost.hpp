@@ -63,8 +63,9 @@ struct LibraryWork {
 struct Phase {
   std::string name;
   std::vector<Message> messages;
-  // per rank: the testbed's plain copies (its packer: large ones take streaming stores)
-  std::vector<double> local_bytes, local_blocks;
+  // per rank: the testbed's plain copies (its packer: large ones take streaming stores), their
+  // bytes, the contiguous blocks of the packer's, and the pieces of node_leader's copy lists
+  std::vector<double> local_bytes, local_blocks, local_pieces;
   std::vector<LibraryWork> library_send, library_recv;  // per rank: the MPI library's datatype work
   std::vector<SelfMessage> self_messages;  // per rank: its message to itself (empty: none in the phase)
   // per rank: bytes of its local copies that read what another rank of the node wrote in this call

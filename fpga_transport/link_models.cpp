@@ -49,6 +49,10 @@ double MemoryModel::bandwidth_at(double bytes, bool streaming) const {
   return interpolate_log(bandwidth_by_bytes, bytes);
 }
 
+double MemoryModel::per_piece_at(double bytes) const {
+  return per_piece_by_bytes.empty() ? per_block_s : interpolate_log(per_piece_by_bytes, bytes);
+}
+
 double MeasuredCurve::time_s(double bytes) const {
   if (seconds_by_bytes.empty()) throw std::logic_error("MeasuredCurve::time_s on an empty curve");
   const auto& pts = seconds_by_bytes;
@@ -302,15 +306,21 @@ void to_json(nlohmann::json& j, const MemoryModel& m) {
        {"streaming_from_bytes", m.streaming_from_bytes}};
   if (!m.bandwidth_by_bytes.empty()) j["bandwidth_by_bytes"] = m.bandwidth_by_bytes;
   if (!m.streaming_bandwidth_by_bytes.empty()) j["streaming_bandwidth_by_bytes"] = m.streaming_bandwidth_by_bytes;
+  if (!m.per_piece_by_bytes.empty()) j["per_piece_seconds_by_bytes"] = m.per_piece_by_bytes;
 }
 void from_json(const nlohmann::json& j, MemoryModel& m) {
   check_keys(j, "", {"copy_bandwidth_bytes_per_s", "per_block_s", "bandwidth_by_bytes", "streaming_bandwidth_by_bytes",
-                     "streaming_from_bytes"});
+                     "streaming_from_bytes", "per_piece_seconds_by_bytes"});
   read_key(j, "", "copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s);
   read_key(j, "", "per_block_s", m.per_block_s);
   read_key(j, "", "bandwidth_by_bytes", m.bandwidth_by_bytes);
   read_key(j, "", "streaming_bandwidth_by_bytes", m.streaming_bandwidth_by_bytes);
   read_key(j, "", "streaming_from_bytes", m.streaming_from_bytes);
+  read_key(j, "", "per_piece_seconds_by_bytes", m.per_piece_by_bytes);
+  std::sort(m.per_piece_by_bytes.begin(), m.per_piece_by_bytes.end());
+  for (const auto& [b, s] : m.per_piece_by_bytes)
+    if (b <= 0 || s < 0)
+      throw std::invalid_argument("memory model: per_piece_seconds_by_bytes needs positive bytes and seconds >= 0");
   for (auto* table : {&m.bandwidth_by_bytes, &m.streaming_bandwidth_by_bytes}) {
     std::sort(table->begin(), table->end());
     for (const auto& [b, bw] : *table)

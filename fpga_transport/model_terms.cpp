@@ -59,6 +59,12 @@ const std::vector<ModelTerm>& switchable_terms() {
        "spread within one communicator, over the calls per timed loop (tb-model --inner)",
        "the cluster's routes and factors, and SMPI 3.32's default MPI_Barrier (ompi_basic_linear in SimGrid's "
        "smpi_default_selector.cpp), key 'cluster.barrier' written by experiments/platform_network.py"},
+      {"copy_list_pieces",
+       "local work: node_leader's copies at the measured cost of a piece of its copy lists (planned, merged in "
+       "address order, then run) beyond a memcpy of the same bytes, by working set, instead of the packer's cost "
+       "per block",
+       "tb-model's memory measurement (--save-memory, key 'per_piece_seconds_by_bytes'): MergedCopy of 64-byte "
+       "blocks at a 128-byte stride into a contiguous array minus one memcpy of the bytes, per piece"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -92,6 +98,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_zero_copy_gets();
   } else if (term == "timing_barrier") {
     for (Network& n : networks) n.drop_barrier();
+  } else if (term == "copy_list_pieces") {
+    memory.per_piece_by_bytes.clear();  // pieces then cost as the packer's blocks
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
   } else if (term == "local_work") {

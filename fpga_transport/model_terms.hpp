@@ -29,6 +29,8 @@
 //                     pushed its buffers out of cache, at tb-beff's measured extra by traffic
 //   timing_barrier    cluster: the uneven exits from the testbed's timing barrier (SMPI's linear
 //                     barrier on the cluster's routes), which the first timed call of a loop waits out
+//   copy_list_pieces  local work: node_leader's copies at tb-model's measured cost per piece of its
+//                     copy lists (MergedCopy), instead of the packer's cost per block
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

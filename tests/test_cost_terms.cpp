@@ -262,7 +262,7 @@ TEST(CostTerms, StreamingStoresForLargeTestbedCopies) {
   MemoryModel m = plain_memory(10e9, 0.0);
   m.streaming_bandwidth_by_bytes = {{1, 20e9}};
   const Network host = host_network(1);
-  const Phase large{"large", {}, {8 << 20}, {1}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
+  const Phase large{"large", {}, {8 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
   EXPECT_NEAR(cost({large}, host, m).local_s, (8 << 20) / 20e9, 1e-15);
   std::vector<Network> none;
   switch_off("streaming_stores", none, m);
@@ -277,7 +277,7 @@ TEST(CostTerms, LibraryEngineForTheLibrarysPacking) {
                                {"library", {{"copy_bandwidth_bytes_per_s", 2e9}, {"per_block_s", 0.0}}}};
   std::vector<Network> nets{Network::from_json(spec, 1)};
   MemoryModel m = plain_memory(10e9, 0.0);
-  const Phase packed{"library", {}, {0}, {0}, {LibraryWork{2e6, 1, 1}}, {LibraryWork{}}, {}, {}};
+  const Phase packed{"library", {}, {0}, {0}, {0}, {LibraryWork{2e6, 1, 1}}, {LibraryWork{}}, {}, {}};
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 1e-3, 1e-15);
   switch_off("library_engine", nets, m);
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 0.2e-3, 1e-15);
@@ -434,6 +434,25 @@ TEST(CostTerms, NoncontiguousSelfMessagesAtTheirOwnMeasuredExtra) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("self_noncontiguous_recv_extra_seconds"), std::string::npos) << e.what();
   }
+}
+
+// node_leader's copies go through its copy lists: a 1000 B self copy of 16 blocks on one rank
+// costs 1 us of bandwidth + 16 pieces at the measured cost per piece, read in log(bytes) at its
+// working set (1000 B, halfway from 10 ns at 100 B to 30 ns at 10 KB: 20 ns), 1.32 us. Switched
+// off, the pieces cost the packer's 1 ns per block: 1.016 us. pack_alltoallv's blocks never
+// take the piece cost: 1 us twice (pack, unpack) + 17 blocks at 1 ns.
+TEST(CostTerms, NodeLeaderCopiesAtTheMeasuredCostPerPiece) {
+  std::vector<Network> nets{
+      Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}}}}, 1)};
+  MemoryModel m = plain_memory(1e9, 1e-9);
+  m.per_piece_by_bytes = {{100, 10e-9}, {10000, 30e-9}};
+  CommPattern p(1);
+  p.at(0, 0) = {1000, 16, 1};
+  EXPECT_NEAR(cost(schedule("node_leader", p, {}), nets[0], m).local_s, 1.32e-6, 1e-12);
+  EXPECT_NEAR(cost(schedule("pack_alltoallv", p, {}), nets[0], m).local_s, 2.017e-6, 1e-12);
+  switch_off("copy_list_pieces", nets, m);
+  EXPECT_TRUE(m.per_piece_by_bytes.empty());
+  EXPECT_NEAR(cost(schedule("node_leader", p, {}), nets[0], m).local_s, 1.016e-6, 1e-12);
 }
 
 // The two tables come together, and each is checked: errors name the key.

@@ -249,6 +249,11 @@ TEST(MemoryModel, BandwidthByWorkingSetAndStreamingStores) {
   EXPECT_DOUBLE_EQ(back.streaming_from_bytes, 4.0 * (1 << 20));
   EXPECT_THROW(nlohmann::json::parse(R"({"streaming_bandwidth_by_bytes": [[0, 1e9]]})").get<MemoryModel>(),
                std::invalid_argument);
+  EXPECT_THROW(nlohmann::json::parse(R"({"per_piece_seconds_by_bytes": [[1024, -1e-9]]})").get<MemoryModel>(),
+               std::invalid_argument);
+  const auto pieces = nlohmann::json::parse(R"({"per_piece_seconds_by_bytes": [[4096, 8e-9], [1024, 6e-9]]})").get<MemoryModel>();
+  EXPECT_EQ(pieces.per_piece_by_bytes, (std::vector<std::pair<double, double>>{{1024, 6e-9}, {4096, 8e-9}}));
+  EXPECT_EQ(nlohmann::json(pieces)["per_piece_seconds_by_bytes"], nlohmann::json::parse("[[1024, 6e-9], [4096, 8e-9]]"));
 }
 
 // A rank's testbed copies in a phase take streaming stores from streaming_from_bytes on; the
@@ -259,9 +264,9 @@ TEST(MemoryModel, CostUsesStreamingStoresForLargeTestbedCopies) {
   m.copy_bandwidth_bytes_per_s = 10e9;
   m.streaming_bandwidth_by_bytes = {{1, 20e9}};
   const Network host = Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}}}}, 1);
-  Phase small{"small", {}, {1 << 20}, {1}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
-  Phase large{"large", {}, {8 << 20}, {1}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
-  Phase library{"library", {}, {0}, {0}, {LibraryWork{8 << 20, 1, 1}}, {LibraryWork{}}, {}, {}};
+  Phase small{"small", {}, {1 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
+  Phase large{"large", {}, {8 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
+  Phase library{"library", {}, {0}, {0}, {0}, {LibraryWork{8 << 20, 1, 1}}, {LibraryWork{}}, {}, {}};
   EXPECT_DOUBLE_EQ(cost({small}, host, m).local_s, (1 << 20) / 10e9);
   EXPECT_DOUBLE_EQ(cost({large}, host, m).local_s, (8 << 20) / 20e9);
   EXPECT_DOUBLE_EQ(cost({library}, host, m).local_s, (8 << 20) / 10e9);
