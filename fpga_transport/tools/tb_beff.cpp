@@ -167,10 +167,15 @@ tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, int rank, long
 // for a non-contiguous side on its real path. Every received byte is checked, and so are the gaps
 // a vector receive must leave alone.
 constexpr int kNoncontiguousRepetitions = 5;
-constexpr std::int64_t kNoncontiguousBlocks[] = {64, 1024, 16384, 262144};
-// The sizes of the paired measurements (these, the node handoffs, the fresh and the cold messages), up to
+// The extra falls from 64-byte blocks to 1 KiB ones far faster than linearly in log(block), so the
+// small block sizes are 4x apart (tb-model interpolates between the two around a block size).
+constexpr std::int64_t kNoncontiguousBlocks[] = {64, 256, 1024, 16384, 262144};
+// The sizes of the paired measurements (the node handoffs, the fresh and the cold messages), up to
 // --pairs-max-bytes.
 constexpr std::int64_t kPairSizes[] = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
+// The non-contiguous exchanges' sizes: the paired ones with 2x steps up to 64 KiB, where the
+// library's protocol changes from eager to rendezvous and the extra jumps.
+constexpr std::int64_t kNoncontiguousSizes[] = {4096, 8192, 16384, 32768, 65536, 262144, 1 << 20, 4 << 20, 16 << 20};
 constexpr std::int64_t kNoncontiguousLoopBytes = 1 << 20;  // a small size loops up to this many bytes per timing
 
 struct Noncontiguous {
@@ -253,7 +258,7 @@ Noncontiguous measure_noncontiguous(const Options& opt, int partner, const std::
   x.send.resize(largest), x.received.resize(largest), x.strided.resize(2 * largest);
   for (std::int64_t block : kNoncontiguousBlocks) {
     tb::fpga::MeasuredCurve send, recv;
-    for (std::int64_t bytes : kPairSizes) {
+    for (std::int64_t bytes : kNoncontiguousSizes) {
       if (bytes < 4 * block || bytes > opt.pairs_max_bytes) continue;  // at least 4 blocks
       const auto m = exchange_medians(x, bytes, block);
       send.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, m[vector_send] - m[contiguous]));
