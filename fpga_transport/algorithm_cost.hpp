@@ -73,7 +73,6 @@ struct Phase {
   // just read (a pack into the buffer an on-node peer read in the previous call); where the
   // network measured node handoffs they cost that extra time on top of the copy (empty: none)
   std::vector<double> handoff_bytes;
-  std::vector<double> handoff_blocks;  // per rank: the contiguous blocks of those copies' private side
   // the messages are one-sided zero-copy gets made by their receivers (ucx_zcopy), costed by
   // Network::gets_phase_time_s
   bool zero_copy_gets = false;

@@ -21,9 +21,6 @@
 //   node_handoff      host: node_leader's unpack from the node's staging (bytes other ranks just
 //                     wrote), and packs into a buffer an on-node peer just read, at tb-beff's
 //                     measured extra time of such a copy
-//   node_handoff_pieces host: a node handoff whose private side is in small blocks at tb-beff's
-//                     measured extra of such a copy in 64-byte pieces (log-interpolated on the
-//                     block size up to the contiguous extra), instead of the contiguous extra
 //   fresh_messages    host: an on-node message of bytes its sender just packed pays tb-beff's
 //                     measured extra of such a message on its receiver
 //   zero_copy_gets    host: ucx_zcopy's pieces as one-sided gets by their receivers at tb-beff's
