@@ -48,6 +48,13 @@ for side in ("send", "recv"):
                      "(every size needs at least 4 blocks and an extra >= 0)")
 if blocks["send"] != blocks["recv"]:
     sys.exit(f"run_beff_fit_out: FAILED: the send and receive tables differ in block sizes: {blocks}")
+# Blocks 4x apart up to 1 KiB, sizes 2x apart up to 64 KiB (the protocol change lies there).
+if blocks["send"] != [64, 256, 1024, 16384]:
+    sys.exit(f"run_beff_fit_out: FAILED: non-contiguous block sizes {blocks['send']}, not 64, 256, 1024, 16384 "
+             "(256 KiB blocks need sizes from 1 MiB, above this test's 64 KiB)")
+sizes = [int(b) for b, _ in host["noncontiguous_send_extra_seconds"][0]["seconds_by_bytes"]]
+if sizes != [4096, 8192, 16384, 32768, 65536]:
+    sys.exit(f"run_beff_fit_out: FAILED: the 64 B blocks' extra is measured at {sizes}, not 4-64 KiB in steps of 2x")
 print("run_beff_fit_out: non-contiguous extras for blocks " + ", ".join(map(str, blocks["send"])))
 handoff = host["node_handoff_extra_seconds_by_bytes"]
 if [b for b, _ in handoff] != [4096, 16384, 65536] or any(s < 0 for _, s in handoff):

@@ -726,7 +726,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 14u);
+  ASSERT_EQ(switchable_terms().size(), 15u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;
