@@ -11,7 +11,8 @@
 
 namespace tb {
 
-// `table`: rows ascending in bytes, at least one, bytes > 0.
+// `table`: rows strictly ascending in bytes (no size twice: no line between two such rows), at
+// least one, bytes > 0; its readers check this where they load a table.
 inline double interpolate_log(const std::vector<std::pair<double, double>>& table, double bytes) {
   if (bytes <= table.front().first) return table.front().second;
   for (std::size_t i = 1; i < table.size(); ++i) {

@@ -337,7 +337,7 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
       local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r],
                                                  p.local_bytes[r] >= memory.streaming_from_bytes,
-                                                 r < p.local_pieces.size() ? p.local_pieces[r] : 0.0) +
+                                                 p.local_pieces[r]) +
                                   library_work_s(p.library_send[r], network, library, memory, working_set[r], true) +
                                   library_work_s(p.library_recv[r], network, library, memory, working_set[r], false) +
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 namespace tb::fpga {
@@ -301,6 +302,29 @@ void from_json(const nlohmann::json& j, PcieMpiPath& m) {
     throw std::invalid_argument("PCIe+MPI path: node_contention_seconds_by_bytes needs fpgas_per_node >= 2 (FPGAs that "
                                 "share a node)");
 }
+namespace {
+
+// One of MemoryModel's (bytes, value) tables, sorted by bytes as interpolate_log reads them:
+// positive sizes, each once (two rows of one size leave no line between them), positive values
+// (or >= 0 where zero is allowed).
+void read_memory_table(const nlohmann::json& j, const char* key, const char* values,
+                       std::vector<std::pair<double, double>>& table, bool zero_allowed) {
+  read_key(j, "", key, table);
+  std::sort(table.begin(), table.end());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const auto& [bytes, value] = table[i];
+    if (!(bytes > 0) || !(zero_allowed ? value >= 0 : value > 0))
+      throw std::invalid_argument(std::string("memory model: ") + key + " needs positive bytes and " + values +
+                                  (zero_allowed ? " >= 0" : " > 0"));
+    if (i > 0 && bytes == table[i - 1].first)
+      throw std::invalid_argument((std::ostringstream() << "memory model: " << key << " lists " << bytes
+                                                        << " bytes twice")
+                                      .str());
+  }
+}
+
+}  // namespace
+
 void to_json(nlohmann::json& j, const MemoryModel& m) {
   j = {{"copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s}, {"per_block_s", m.per_block_s},
        {"streaming_from_bytes", m.streaming_from_bytes}};
@@ -313,20 +337,10 @@ void from_json(const nlohmann::json& j, MemoryModel& m) {
                      "streaming_from_bytes", "per_piece_seconds_by_bytes"});
   read_key(j, "", "copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s);
   read_key(j, "", "per_block_s", m.per_block_s);
-  read_key(j, "", "bandwidth_by_bytes", m.bandwidth_by_bytes);
-  read_key(j, "", "streaming_bandwidth_by_bytes", m.streaming_bandwidth_by_bytes);
   read_key(j, "", "streaming_from_bytes", m.streaming_from_bytes);
-  read_key(j, "", "per_piece_seconds_by_bytes", m.per_piece_by_bytes);
-  std::sort(m.per_piece_by_bytes.begin(), m.per_piece_by_bytes.end());
-  for (const auto& [b, s] : m.per_piece_by_bytes)
-    if (b <= 0 || s < 0)
-      throw std::invalid_argument("memory model: per_piece_seconds_by_bytes needs positive bytes and seconds >= 0");
-  for (auto* table : {&m.bandwidth_by_bytes, &m.streaming_bandwidth_by_bytes}) {
-    std::sort(table->begin(), table->end());
-    for (const auto& [b, bw] : *table)
-      if (b <= 0 || bw <= 0)
-        throw std::invalid_argument("memory model: bandwidth tables need positive bytes and bandwidths");
-  }
+  read_memory_table(j, "bandwidth_by_bytes", "bandwidths", m.bandwidth_by_bytes, false);
+  read_memory_table(j, "streaming_bandwidth_by_bytes", "bandwidths", m.streaming_bandwidth_by_bytes, false);
+  read_memory_table(j, "per_piece_seconds_by_bytes", "seconds", m.per_piece_by_bytes, true);
   if (m.copy_bandwidth_bytes_per_s <= 0 || m.per_block_s < 0 || m.streaming_from_bytes < 0)
     throw std::invalid_argument(
         "memory model: copy_bandwidth_bytes_per_s must be positive, per_block_s and streaming_from_bytes >= 0");

@@ -156,11 +156,12 @@ struct PcieMpiPath {
   double message_time_s(double bytes) const { return 2.0 * pcie_time_s(bytes) + host_time_s(bytes); }
 };
 
-// Local work (pack, unpack, copy) on one processor: t = bytes / bandwidth(W) + blocks * per_block
-// + pieces * per_piece(W), where W is the working set: the bytes the rank touches in the whole call (a piece of a large array
-// streams from memory even when the piece itself would fit in cache). The bandwidth is a table of
-// (bytes, bandwidth) points, interpolated in log(bytes) and held flat beyond its ends; without a
-// table, copy_bandwidth_bytes_per_s throughout. The testbed's own copies of streaming_from_bytes or
+// Local work (pack, unpack, copy) on one processor:
+//   t = bytes / bandwidth(W) + blocks * per_block + pieces * per_piece(W),
+// where W is the working set: the bytes the rank touches in the whole call (a piece of a large
+// array streams from memory even when the piece itself would fit in cache). The bandwidth is a
+// table of (bytes, bandwidth) points, interpolated in log(bytes) and held flat beyond its ends;
+// without a table, copy_bandwidth_bytes_per_s throughout. The testbed's own copies of streaming_from_bytes or
 // more use streaming stores (collectives/pack.hpp), costed on streaming_bandwidth_by_bytes where
 // that table is given. Pieces are the copies of node_leader's copy lists (a blocking call plans
 // them with for_each_piece, merges them in address order and runs them: MergedCopy), which cost
@@ -169,9 +170,10 @@ struct PcieMpiPath {
 struct MemoryModel {
   double copy_bandwidth_bytes_per_s = 10e9;
   double per_block_s = 5e-9;
-  std::vector<std::pair<double, double>> bandwidth_by_bytes;            // sorted by bytes
-  std::vector<std::pair<double, double>> streaming_bandwidth_by_bytes;  // sorted by bytes
-  std::vector<std::pair<double, double>> per_piece_by_bytes;            // (bytes, seconds), sorted by bytes
+  // (bytes, value) rows, ascending in bytes, no size twice (from_json sorts and checks them)
+  std::vector<std::pair<double, double>> bandwidth_by_bytes;            // bytes per second
+  std::vector<std::pair<double, double>> streaming_bandwidth_by_bytes;  // bytes per second
+  std::vector<std::pair<double, double>> per_piece_by_bytes;            // seconds per piece
   double streaming_from_bytes = 4.0 * (1 << 20);                       // kStreamingCopyBytes
   bool by_working_set = true;  // false: bandwidth at the copy's own size (tb-model --without working_set)
   bool local_work = true;      // false: copies take no time, as in SMPI with compute off (--without local_work)

@@ -256,6 +256,21 @@ TEST(MemoryModel, BandwidthByWorkingSetAndStreamingStores) {
   EXPECT_EQ(nlohmann::json(pieces)["per_piece_seconds_by_bytes"], nlohmann::json::parse("[[1024, 6e-9], [4096, 8e-9]]"));
 }
 
+// A size listed twice leaves no line to interpolate on between its rows (0/0 in log(bytes)): each
+// table refuses it, naming itself and the size, in whatever order the rows come.
+TEST(MemoryModel, RefusesATableThatListsOneSizeTwice) {
+  for (const char* key : {"bandwidth_by_bytes", "streaming_bandwidth_by_bytes", "per_piece_seconds_by_bytes"}) {
+    const auto j = nlohmann::json{{key, nlohmann::json::parse("[[4096, 2e9], [1024, 1e9], [4096, 3e9]]")}};
+    try {
+      (void)j.get<MemoryModel>();
+      ADD_FAILURE() << key << ": a size listed twice was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(key) + " lists 4096 bytes twice"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // A rank's testbed copies in a phase take streaming stores from streaming_from_bytes on; the
 // library's packing never does.
 TEST(MemoryModel, CostUsesStreamingStoresForLargeTestbedCopies) {

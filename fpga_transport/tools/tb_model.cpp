@@ -39,11 +39,6 @@
 
 namespace {
 
-// Copy bandwidth of this machine at several operation sizes (caches), and the cost per block:
-// the same bytes in 64-byte blocks at a 128-byte stride against one memcpy. Per size, the cost
-// per piece of node_leader's copy lists: those blocks copied into a contiguous array the way its
-// blocking call copies (MergedCopy: pieces planned, merged, run) against one memcpy. Each time is
-// the median of 5 runs, as every measured point of the validation is a median (not the fastest).
 // One copy of `bytes` in 64-byte blocks at a 128-byte stride of `src` into `dst`, contiguous,
 // through a MergedCopy, as node_leader's blocking call copies; `time` gives its median.
 template <class Time>
@@ -62,6 +57,11 @@ double copy_list_seconds(const std::vector<char>& src, std::vector<char>& dst, s
   });
 }
 
+// Copy bandwidth of this machine at several operation sizes (caches), and the cost per block:
+// the same bytes in 64-byte blocks at a 128-byte stride against one memcpy. Per size, the cost
+// per piece of node_leader's copy lists: those blocks copied into a contiguous array the way its
+// blocking call copies (MergedCopy: pieces planned, merged, run) against one memcpy. Each time is
+// the median of 5 runs, as every measured point of the validation is a median (not the fastest).
 tb::fpga::MemoryModel measure_memory() {
   const std::size_t largest = std::size_t{64} << 20;
   std::vector<char> src(2 * largest, 1), dst(2 * largest, 0);
