@@ -20,12 +20,20 @@ Phase empty_phase(const std::string& name, int ranks) {
   p.library_recv.assign(static_cast<std::size_t>(ranks), LibraryWork{});
   p.self_messages.assign(static_cast<std::size_t>(ranks), SelfMessage{});
   p.handoff_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
+  p.handoff_piece_bytes.assign(static_cast<std::size_t>(ranks), 0.0);
   return p;
 }
 
 void add_local(Phase& p, int rank, double bytes, double blocks) {
   p.local_bytes[rank] += bytes;
   p.local_blocks[rank] += blocks;
+}
+
+// A copy that hands bytes over between cores of a node (Phase::handoff_bytes), `piece_share`
+// of it in pieces (HostMessage::piece_share).
+void add_handoff(Phase& p, int rank, double bytes, double piece_share) {
+  p.handoff_bytes[rank] += bytes;
+  p.handoff_piece_bytes[rank] += piece_share * bytes;
 }
 
 // A copy made through node_leader's copy lists, in `pieces` pieces (MemoryModel::per_piece_at).
@@ -124,7 +132,7 @@ std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const S
       if (s == d) continue;
       const bool on_node = same_node(s, d, opt);
       send.messages.push_back({s, d, static_cast<double>(t.bytes), on_node});
-      if (on_node) pack.handoff_bytes[s] += static_cast<double>(t.bytes);
+      if (on_node) add_handoff(pack, s, static_cast<double>(t.bytes), 0.0);
     }
   return {std::move(pack), std::move(send), std::move(unpack)};
 }
@@ -161,7 +169,11 @@ std::vector<Phase> node_leader_schedule(const CommPattern& pat, const ScheduleOp
         // Through the node's staging: packed by the sender, unpacked by the receiver.
         add_pieces(on_node, s, bytes, static_cast<double>(t.send_blocks));
         add_pieces(unpack, d, bytes, static_cast<double>(t.recv_blocks));
-        unpack.handoff_bytes[d] += bytes;
+        // The pair's two copies touch the staging: the sender's pack in its send blocks, the
+        // receiver's unpack in its receive blocks; each is half the handoff.
+        add_handoff(unpack, d, bytes,
+                    0.5 * (HostMessage::piece_share(bytes, bytes / static_cast<double>(t.send_blocks)) +
+                           HostMessage::piece_share(bytes, bytes / static_cast<double>(t.recv_blocks))));
         if (node(s) != node(d)) between[{node(s), node(d)}] += bytes;
       }
     for (const auto& [nodes, bytes] : between)
@@ -189,7 +201,7 @@ std::vector<Phase> ucx_zcopy_schedule(const CommPattern& pat, const ScheduleOpti
         add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
         const bool on_node = same_node(s, d, opt);  // as pack_alltoallv
         send.messages.push_back({s, d, static_cast<double>(t.bytes), on_node});
-        if (on_node) pack.handoff_bytes[s] += static_cast<double>(t.bytes);
+        if (on_node) add_handoff(pack, s, static_cast<double>(t.bytes), 0.0);
         if (t.recv_blocks > 1) add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
       }
     }
@@ -284,7 +296,7 @@ double self_message_s(const SelfMessage& m, const Network& network, const Memory
 double node_handoff_s(const Phase& p, std::size_t r, const Network& network, const MemoryModel& memory) {
   const HostMessage* host = network.node_handoff();
   if (!host || !memory.local_work || r >= p.handoff_bytes.size()) return 0.0;
-  return host->node_handoff_s(p.handoff_bytes[r]);
+  return host->node_handoff_s(p.handoff_bytes[r], r < p.handoff_piece_bytes.size() ? p.handoff_piece_bytes[r] : 0.0);
 }
 
 // The largest extra any rank's receiving pays for the fresh messages of a phase (Message::fresh),

@@ -73,6 +73,9 @@ struct Phase {
   // just read (a pack into the buffer an on-node peer read in the previous call); where the
   // network measured node handoffs they cost that extra time on top of the copy (empty: none)
   std::vector<double> handoff_bytes;
+  // per rank: of those bytes, the ones copied in small pieces (HostMessage::piece_share of each
+  // copy's bytes; node_leader's staged pairs of vector types)
+  std::vector<double> handoff_piece_bytes;
   // the messages are one-sided zero-copy gets made by their receivers (ucx_zcopy), costed by
   // Network::gets_phase_time_s
   bool zero_copy_gets = false;

@@ -92,8 +92,18 @@ double NoncontiguousExtra::extra_s(double bytes, double block_bytes) const {
   return (1.0 - w) * extra_at(c0, bytes) + w * extra_at(c1, bytes);
 }
 
-double HostMessage::node_handoff_s(double bytes) const {
-  return node_handoff.empty() || bytes <= 0 ? 0.0 : extra_at(node_handoff, bytes);
+double HostMessage::piece_share(double bytes, double block_bytes) {
+  if (block_bytes >= bytes) return 0.0;
+  if (block_bytes <= kHandoffPieceBytes) return 1.0;
+  return 1.0 - std::log(block_bytes / kHandoffPieceBytes) / std::log(bytes / kHandoffPieceBytes);
+}
+
+double HostMessage::node_handoff_s(double bytes, double piece_bytes) const {
+  if (node_handoff.empty() || bytes <= 0) return 0.0;
+  const double contiguous = extra_at(node_handoff, bytes);
+  if (node_handoff_pieces.empty() || piece_bytes <= 0) return contiguous;
+  const double share = std::min(1.0, piece_bytes / bytes);
+  return share * extra_at(node_handoff_pieces, bytes) + (1.0 - share) * contiguous;
 }
 
 double HostMessage::fresh_message_s(double bytes) const {
@@ -192,6 +202,7 @@ void to_json(nlohmann::json& j, const HostMessage& m) {
   if (!m.self_send_extra.empty()) j["self_noncontiguous_send_extra_seconds"] = m.self_send_extra;
   if (!m.self_recv_extra.empty()) j["self_noncontiguous_recv_extra_seconds"] = m.self_recv_extra;
   if (!m.node_handoff.empty()) j["node_handoff_extra_seconds_by_bytes"] = m.node_handoff;
+  if (!m.node_handoff_pieces.empty()) j["node_handoff_piece_extra_seconds_by_bytes"] = m.node_handoff_pieces;
   if (!m.fresh.empty()) j["fresh_message_extra_seconds_by_bytes"] = m.fresh;
   if (!m.gets.empty()) j["get_seconds_by_bytes"] = m.gets;
   if (!m.cold.empty()) j["cold_message_extra_seconds"] = m.cold;
@@ -231,13 +242,13 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
              {"alpha_s", "beta_s_per_byte", "bandwidth_bytes_per_s", "message_seconds_by_bytes",
               "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds",
               "self_noncontiguous_send_extra_seconds", "self_noncontiguous_recv_extra_seconds",
-              "node_handoff_extra_seconds_by_bytes", "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes",
-              "cold_message_extra_seconds"});
+              "node_handoff_extra_seconds_by_bytes", "node_handoff_piece_extra_seconds_by_bytes",
+              "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"});
   nlohmann::json fit = j;
   for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds",
                           "noncontiguous_recv_extra_seconds", "self_noncontiguous_send_extra_seconds",
                           "self_noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes",
-                          "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"})
+                          "node_handoff_piece_extra_seconds_by_bytes", "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"})
     fit.erase(key);
   fit.get_to(m.fit);
   read_curve(j, "message_seconds_by_bytes", m.measured);
@@ -247,6 +258,10 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   read_curve(j, "self_noncontiguous_send_extra_seconds", m.self_send_extra);
   read_curve(j, "self_noncontiguous_recv_extra_seconds", m.self_recv_extra);
   read_curve(j, "node_handoff_extra_seconds_by_bytes", m.node_handoff);
+  read_curve(j, "node_handoff_piece_extra_seconds_by_bytes", m.node_handoff_pieces);
+  if (!m.node_handoff_pieces.empty() && m.node_handoff.empty())
+    throw std::invalid_argument("key 'node_handoff_piece_extra_seconds_by_bytes' needs "
+                                "'node_handoff_extra_seconds_by_bytes' (tb-beff measures both)");
   read_curve(j, "fresh_message_extra_seconds_by_bytes", m.fresh);
   read_curve(j, "get_seconds_by_bytes", m.gets);
   read_curve(j, "cold_message_extra_seconds", m.cold);

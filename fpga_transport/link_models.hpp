@@ -109,8 +109,13 @@ struct ColdMessageExtra {
 // then pays the pairs' extra). `node_handoff`: the measured extra
 // time of copying L bytes out of memory another rank of the node has just written (a shared
 // window), over the same copy of bytes the rank wrote itself (tb-beff's node handoffs); empty:
-// not measured. node_handoff_s(L) reads it as NoncontiguousExtra reads its curves (below the
-// first size scaled to 0 at 0 bytes). `gets`: the measured time of one zero-copy get of L bytes,
+// not measured. `node_handoff_pieces`: the same with the private side of both copies a vector of
+// 64-byte blocks, each copied on its own (tb-beff's node handoffs in pieces); empty: not measured
+// (copies in pieces then pay the contiguous extra). node_handoff_s(L, Lp) reads them as
+// NoncontiguousExtra reads its curves (below the first size scaled to 0 at 0 bytes): Lp of the L
+// bytes at the pieces' extra, the rest at the contiguous one; piece_share(L, B) is the share of a
+// copy in blocks of B bytes counted as pieces, 1 at 64 B, 0 at one block, linear in log B
+// between. `gets`: the measured time of one zero-copy get of L bytes,
 // made by the receiver alone (tb-beff's gets: ucx_zcopy's UCX gets in pairs, issued back to back);
 // empty: not measured. `cold`: the extra of a message after other memory traffic (above); empty:
 // not measured.
@@ -120,8 +125,10 @@ struct HostMessage {
   MeasuredCurve self_measured;
   NoncontiguousExtra send_extra, recv_extra;
   NoncontiguousExtra self_send_extra, self_recv_extra;
-  MeasuredCurve node_handoff;
-  double node_handoff_s(double bytes) const;
+  MeasuredCurve node_handoff, node_handoff_pieces;
+  static constexpr double kHandoffPieceBytes = 64;  // the pieces of node_handoff_pieces
+  static double piece_share(double bytes, double block_bytes);
+  double node_handoff_s(double bytes, double piece_bytes = 0) const;  // piece_bytes 0: contiguous
   // The extra of a message of L bytes whose sender has just written them, over the same message
   // repeated (tb-beff's fresh messages).
   MeasuredCurve fresh;

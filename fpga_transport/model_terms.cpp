@@ -38,6 +38,16 @@ const std::vector<ModelTerm>& switchable_terms() {
        "tb-beff --fit-out, key 'host.node_handoff_extra_seconds_by_bytes': ranks in pairs on one node, copy into a "
        "shared window, barrier, copy the partner's bytes out; the median minus the median of the same with both "
        "copies in the rank's own memory"},
+      {"node_handoff_pieces",
+       "host: node_leader's staged pairs of vector types: the pack into and the unpack from the staging, each "
+       "half of the pair's handoff, in pieces as small as their side's blocks pay the measured extra of copies in "
+       "64-byte pieces (log(block) weighs it against the contiguous extra, 0 at one block), instead of the "
+       "contiguous extra: piece by piece, the other core's cache lines move one at a time. The packs of "
+       "pack_alltoallv, local_remap and ucx_zcopy keep the contiguous extra (charged in pieces they were "
+       "over-predicted)",
+       "tb-beff --fit-out, key 'host.node_handoff_piece_extra_seconds_by_bytes': the node handoffs with the private "
+       "side a vector of 64-byte blocks at a 128-byte stride, each copied on its own; the median minus the median of "
+       "the same copies in the rank's own memory"},
       {"fresh_messages",
        "host: an on-node message whose sender has just written (packed) its bytes, as pack_alltoallv, "
        "local_remap and ucx_zcopy's packed peers send, also pays on its receiver's side the measured extra of such a message over the same "
@@ -90,6 +100,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_noncontiguous_self_messages();
   } else if (term == "node_handoff") {
     for (Network& n : networks) n.drop_node_handoff();
+  } else if (term == "node_handoff_pieces") {
+    for (Network& n : networks) n.drop_node_handoff_pieces();
   } else if (term == "fresh_messages") {
     for (Network& n : networks) n.drop_fresh_messages();
   } else if (term == "cold_messages") {

@@ -21,6 +21,9 @@
 //   node_handoff      host: node_leader's unpack from the node's staging (bytes other ranks just
 //                     wrote), and packs into a buffer an on-node peer just read, at tb-beff's
 //                     measured extra time of such a copy
+//   node_handoff_pieces host: node_leader's staged pairs of vector types pay tb-beff's measured
+//                     handoff extra of copies in 64-byte pieces for the share of their pack and
+//                     unpack in small blocks (log-weighted on the block size), not the contiguous one
 //   fresh_messages    host: an on-node message of bytes its sender just packed pays tb-beff's
 //                     measured extra of such a message on its receiver
 //   zero_copy_gets    host: ucx_zcopy's pieces as one-sided gets by their receivers at tb-beff's

@@ -33,9 +33,9 @@ NodePairs::NodePairs(MPI_Comm comm, std::int64_t largest, bool first_pair_only) 
   int unit = 0;
   TB_MPI_CHECK(MPI_Win_shared_query(window_, 1 - mine, &size, &unit, &partner_slot_));
   const auto n = static_cast<std::size_t>(largest);
-  own_.assign(n, static_cast<unsigned char>(1 + mine));
+  own_.assign(2 * n, static_cast<unsigned char>(1 + mine));
   partner_byte_ = static_cast<unsigned char>(2 - mine);
-  received_.assign(n, 0);
+  received_.assign(2 * n, 0);
   scratch_.assign(n, 0);
 }
 
@@ -47,28 +47,54 @@ NodePairs::~NodePairs() {
   if (pair_ != MPI_COMM_NULL) MPI_Comm_free(&pair_);
 }
 
-double NodePairs::copy_barrier_copy(unsigned char* to, const unsigned char* from, std::int64_t bytes,
+namespace {
+
+// Copies `bytes` between a contiguous side and a side that is contiguous (piece 0) or a vector of
+// `piece`-byte blocks at stride 2 * piece, block by block.
+void copy_pieces(unsigned char* to, const unsigned char* from, std::int64_t bytes, std::int64_t piece, bool vector_to) {
+  if (piece <= 0) {
+    std::memcpy(to, from, static_cast<std::size_t>(bytes));
+    return;
+  }
+  const std::int64_t to_stride = vector_to ? 2 * piece : piece, from_stride = vector_to ? piece : 2 * piece;
+  for (std::int64_t b = 0; b < bytes / piece; ++b)
+    std::memcpy(to + b * to_stride, from + b * from_stride, static_cast<std::size_t>(piece));
+}
+
+}  // namespace
+
+double NodePairs::copy_barrier_copy(unsigned char* to, const unsigned char* from, std::int64_t bytes, std::int64_t piece,
                                     unsigned char expected) {
   if (bytes < 1 || bytes > largest_)
     throw std::invalid_argument("NodePairs: " + std::to_string(bytes) + " bytes do not fit the slots of " +
                                 std::to_string(largest_));
-  const auto n = static_cast<std::size_t>(bytes);
+  if (piece < 0 || (piece > 0 && bytes % piece != 0))
+    throw std::invalid_argument("NodePairs: " + std::to_string(bytes) + " bytes are not whole pieces of " +
+                                std::to_string(piece));
   TB_MPI_CHECK(MPI_Barrier(comm_));
   double seconds = MPI_Wtime();
-  if (pair_ != MPI_COMM_NULL) std::memcpy(to, own_.data(), n);
+  if (pair_ != MPI_COMM_NULL) copy_pieces(to, own_.data(), bytes, piece, false);
   TB_MPI_CHECK(MPI_Barrier(comm_));
-  if (pair_ != MPI_COMM_NULL) std::memcpy(received_.data(), from, n);
+  if (pair_ != MPI_COMM_NULL) copy_pieces(received_.data(), from, bytes, piece, true);
   seconds = MPI_Wtime() - seconds;
   TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm_));
   // Read back, so that no copy is dead code the compiler may drop.
-  if (pair_ != MPI_COMM_NULL)
-    wrong_ += std::count_if(received_.begin(), received_.begin() + bytes, [&](unsigned char c) { return c != expected; });
+  if (pair_ != MPI_COMM_NULL) {
+    const std::int64_t stride = piece > 0 ? 2 * piece : bytes, length = piece > 0 ? piece : bytes;
+    for (std::int64_t at = 0; at < (piece > 0 ? 2 * bytes : bytes); at += stride)
+      wrong_ += std::count_if(received_.begin() + at, received_.begin() + at + length,
+                              [&](unsigned char c) { return c != expected; });
+  }
   return seconds;
 }
 
-double NodePairs::handoff(std::int64_t bytes) { return copy_barrier_copy(slot_, partner_slot_, bytes, partner_byte_); }
+double NodePairs::handoff(std::int64_t bytes, std::int64_t piece) {
+  return copy_barrier_copy(slot_, partner_slot_, bytes, piece, partner_byte_);
+}
 
-double NodePairs::own(std::int64_t bytes) { return copy_barrier_copy(scratch_.data(), scratch_.data(), bytes, own_.empty() ? 0 : own_[0]); }
+double NodePairs::own(std::int64_t bytes, std::int64_t piece) {
+  return copy_barrier_copy(scratch_.data(), scratch_.data(), bytes, piece, own_.empty() ? 0 : own_[0]);
+}
 
 long long NodePairs::wrong() {
   long long total = wrong_;

@@ -40,22 +40,25 @@ class NodePairs {
 
   // Seconds of the slowest rank for: copy `bytes` of its own into its slot, barrier, copy the
   // partner's slot into a private array (handoff: node_leader's staged path), or the same with
-  // the second copy reading back what the rank itself just wrote (own). Collective over comm.
-  double handoff(std::int64_t bytes);
-  double own(std::int64_t bytes);
+  // the second copy reading back what the rank itself just wrote (own). With `piece` > 0 the
+  // private arrays are vectors of `piece`-byte blocks at stride 2 * piece, each block copied on
+  // its own (node_leader's pack into and unpack from staging of a vector type). Collective over comm.
+  double handoff(std::int64_t bytes, std::int64_t piece = 0);
+  double own(std::int64_t bytes, std::int64_t piece = 0);
 
   // Bytes that the copies delivered wrong, on every rank over every call so far (the same on
   // every rank). Collective over comm.
   long long wrong();
 
  private:
-  double copy_barrier_copy(unsigned char* to, const unsigned char* from, std::int64_t bytes, unsigned char expected);
+  double copy_barrier_copy(unsigned char* to, const unsigned char* from, std::int64_t bytes, std::int64_t piece,
+                           unsigned char expected);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm pair_ = MPI_COMM_NULL;  // MPI_COMM_NULL: no partner
   MPI_Win window_ = MPI_WIN_NULL;
   unsigned char *slot_ = nullptr, *partner_slot_ = nullptr;
-  std::vector<unsigned char> own_, received_, scratch_;
+  std::vector<unsigned char> own_, received_, scratch_;  // own_ and received_: room for a vector of `largest` bytes
   unsigned char partner_byte_ = 0;
   std::int64_t largest_ = 0;
   bool any_ = false;

@@ -60,6 +60,10 @@ handoff = host["node_handoff_extra_seconds_by_bytes"]
 if [b for b, _ in handoff] != [4096, 16384, 65536] or any(s < 0 for _, s in handoff):
     sys.exit(f"run_beff_fit_out: FAILED: the node handoffs {handoff} are not one extra >= 0 per size 4-64 KiB")
 print(f"run_beff_fit_out: node handoffs at {len(handoff)} sizes")
+pieces = host["node_handoff_piece_extra_seconds_by_bytes"]
+if [b for b, _ in pieces] != [4096, 16384, 65536] or any(s < 0 for _, s in pieces):
+    sys.exit(f"run_beff_fit_out: FAILED: the node handoffs in pieces {pieces} are not one extra >= 0 per size 4-64 KiB")
+print(f"run_beff_fit_out: node handoffs in 64-byte pieces at {len(pieces)} sizes")
 fresh = host["fresh_message_extra_seconds_by_bytes"]
 if [b for b, _ in fresh] != [4096, 16384, 65536] or any(s < 0 for _, s in fresh):
     sys.exit(f"run_beff_fit_out: FAILED: the fresh messages {fresh} are not one extra >= 0 per size 4-64 KiB")

@@ -262,7 +262,7 @@ TEST(CostTerms, StreamingStoresForLargeTestbedCopies) {
   MemoryModel m = plain_memory(10e9, 0.0);
   m.streaming_bandwidth_by_bytes = {{1, 20e9}};
   const Network host = host_network(1);
-  const Phase large{"large", {}, {8 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
+  const Phase large{"large", {}, {8 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}, {}};
   EXPECT_NEAR(cost({large}, host, m).local_s, (8 << 20) / 20e9, 1e-15);
   std::vector<Network> none;
   switch_off("streaming_stores", none, m);
@@ -277,7 +277,7 @@ TEST(CostTerms, LibraryEngineForTheLibrarysPacking) {
                                {"library", {{"copy_bandwidth_bytes_per_s", 2e9}, {"per_block_s", 0.0}}}};
   std::vector<Network> nets{Network::from_json(spec, 1)};
   MemoryModel m = plain_memory(10e9, 0.0);
-  const Phase packed{"library", {}, {0}, {0}, {0}, {LibraryWork{2e6, 1, 1}}, {LibraryWork{}}, {}, {}};
+  const Phase packed{"library", {}, {0}, {0}, {0}, {LibraryWork{2e6, 1, 1}}, {LibraryWork{}}, {}, {}, {}};
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 1e-3, 1e-15);
   switch_off("library_engine", nets, m);
   EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 0.2e-3, 1e-15);
@@ -543,6 +543,50 @@ TEST(CostTerms, NodeHandoffForThePackIntoABufferAnOnNodePeerRead) {
   EXPECT_NEAR(cost({one_node[0]}, nets[0], m).local_s, 1.5e-6, 1e-12);
 }
 
+// Node handoffs in pieces. The host above also measured 6 us for 1000 B and 9 us for 2000 B
+// copied in 64-byte pieces. Rank 0's 1500 B reach rank 1 in 25 blocks of 60 B on both sides:
+// node_leader's unpack on rank 1 is 1.5 us copy + 7.5 us (the pieces' extra); rank 0 unpacks
+// 500 B contiguous: 0.5 us + 1 us. The unpack phase costs 9 us, with the term off 4 us (the
+// contiguous extra). Received contiguous, half the pair is in pieces: 1.5 + (7.5 + 2.5) / 2 =
+// 6.5 us. pack_alltoallv's pack on rank 0 keeps the contiguous extra: 1.5 + 2.5 = 4 us. Between
+// 64 B and one block of L bytes the share in pieces falls linearly in log(block): at sqrt(64 L)
+// one half.
+TEST(CostTerms, NodeHandoffInPiecesForSmallBlocks) {
+  nlohmann::json spec = {{"kind", "host"},
+                         {"ranks_per_node", 2},
+                         {"host",
+                          {{"alpha_s", 0.0},
+                           {"beta_s_per_byte", 0.0},
+                           {"node_handoff_extra_seconds_by_bytes", {{1000, 2e-6}, {2000, 3e-6}}},
+                           {"node_handoff_piece_extra_seconds_by_bytes", {{1000, 6e-6}, {2000, 9e-6}}}}}};
+  std::vector<Network> nets{Network::from_json(spec, 2)};
+  MemoryModel m = plain_memory(1e9, 0.0);
+  m.by_working_set = false;
+  CommPattern p = handoff_pattern();
+  p.at(0, 1) = {1500, 25, 25};
+  const auto staged = schedule("node_leader", p, {.ranks_per_node = 2});
+  EXPECT_EQ(staged[2].handoff_piece_bytes, (std::vector<double>{0, 1500}));
+  EXPECT_NEAR(cost({staged[2]}, nets[0], m).local_s, 9e-6, 1e-12);
+  EXPECT_NEAR(cost({schedule("pack_alltoallv", p, {.ranks_per_node = 2})[0]}, nets[0], m).local_s, 4e-6, 1e-12);
+  CommPattern received_whole = p;
+  received_whole.at(0, 1) = {1500, 25, 1};
+  EXPECT_NEAR(cost({schedule("node_leader", received_whole, {.ranks_per_node = 2})[2]}, nets[0], m).local_s, 6.5e-6,
+              1e-12);
+  EXPECT_DOUBLE_EQ(HostMessage::piece_share(1500, std::sqrt(64.0 * 1500)), 0.5);
+  EXPECT_DOUBLE_EQ(HostMessage::piece_share(1500, 60), 1.0);
+  EXPECT_DOUBLE_EQ(HostMessage::piece_share(1500, 1500), 0.0);
+  switch_off("node_handoff_pieces", nets, m);
+  EXPECT_NE(nets[0].node_handoff(), nullptr);
+  EXPECT_NEAR(cost({staged[2]}, nets[0], m).local_s, 4e-6, 1e-12);
+  spec["host"].erase("node_handoff_extra_seconds_by_bytes");
+  try {
+    Network::from_json(spec, 2);
+    ADD_FAILURE() << "accepted handoffs in pieces without the contiguous ones";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("node_handoff_piece_extra_seconds_by_bytes"), std::string::npos) << e.what();
+  }
+}
+
 // Fresh messages (pack_alltoallv, 3 ranks on one node; messages themselves free: alpha and beta
 // 0). A host measured at 2 us extra for a message of 1000 B its sender just wrote and 5 us for
 // 4000 B. Rank 1 receives 4000 B from rank 0 (5 us) and 2500 B from rank 2 (2 + 1500 x 3 / 3000 =
@@ -726,7 +770,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 15u);
+  ASSERT_EQ(switchable_terms().size(), 16u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

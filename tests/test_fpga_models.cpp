@@ -279,9 +279,9 @@ TEST(MemoryModel, CostUsesStreamingStoresForLargeTestbedCopies) {
   m.copy_bandwidth_bytes_per_s = 10e9;
   m.streaming_bandwidth_by_bytes = {{1, 20e9}};
   const Network host = Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}}}}, 1);
-  Phase small{"small", {}, {1 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
-  Phase large{"large", {}, {8 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}};
-  Phase library{"library", {}, {0}, {0}, {0}, {LibraryWork{8 << 20, 1, 1}}, {LibraryWork{}}, {}, {}};
+  Phase small{"small", {}, {1 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}, {}};
+  Phase large{"large", {}, {8 << 20}, {1}, {0}, {LibraryWork{}}, {LibraryWork{}}, {}, {}, {}};
+  Phase library{"library", {}, {0}, {0}, {0}, {LibraryWork{8 << 20, 1, 1}}, {LibraryWork{}}, {}, {}, {}};
   EXPECT_DOUBLE_EQ(cost({small}, host, m).local_s, (1 << 20) / 10e9);
   EXPECT_DOUBLE_EQ(cost({large}, host, m).local_s, (8 << 20) / 20e9);
   EXPECT_DOUBLE_EQ(cost({library}, host, m).local_s, (8 << 20) / 10e9);

@@ -12,7 +12,8 @@
 // (keys host.noncontiguous_send_extra_seconds, host.noncontiguous_recv_extra_seconds), and so each
 // rank with itself (keys host.self_noncontiguous_{send,recv}_extra_seconds), and in pairs
 // on one node what copying out bytes the partner has just written costs over copying one's own
-// (key host.node_handoff_extra_seconds_by_bytes), and messages whose senders have just rewritten
+// (key host.node_handoff_extra_seconds_by_bytes; in 64-byte pieces, as a vector type's pack and
+// unpack copy, key host.node_handoff_piece_extra_seconds_by_bytes), and messages whose senders have just rewritten
 // their bytes against the same messages repeated at once (key
 // host.fresh_message_extra_seconds_by_bytes). Where the testbed has UCX, it times in pairs the
 // zero-copy gets ucx_zcopy makes, on ucx_zcopy's own UCX state (key host.get_seconds_by_bytes).
@@ -378,22 +379,34 @@ tb::fpga::MeasuredCurve measure_fresh_messages(const Options& opt, int rank, int
 // extra time of reading bytes another core has just written. The copied-out bytes are checked.
 constexpr int kHandoffRepetitions = 9;
 
+// The same in 64-byte pieces: the private side of both copies a vector of 64-byte blocks at a
+// 128-byte stride, each block copied on its own (node_leader's copies of a vector type), against
+// the same pieces in the rank's own memory.
+struct NodeHandoffs {
+  tb::fpga::MeasuredCurve contiguous, pieces;
+};
+
 // Empty where no rank has a partner on its node.
-tb::fpga::MeasuredCurve measure_node_handoff(const Options& opt, long long& wrong) {
+NodeHandoffs measure_node_handoffs(const Options& opt, long long& wrong) {
   tb::NodePairs pairs(MPI_COMM_WORLD, opt.pairs_max_bytes);
-  tb::fpga::MeasuredCurve curve;
+  NodeHandoffs curves;
+  const auto piece = static_cast<std::int64_t>(tb::fpga::HostMessage::kHandoffPieceBytes);
   for (std::int64_t bytes : kPairSizes) {
     if (!pairs.any() || bytes > opt.pairs_max_bytes) break;
-    tb::Timing handoff{.inner = 1, .seconds_per_op = {}}, own{.inner = 1, .seconds_per_op = {}};
-    for (int rep = 0; rep < kHandoffRepetitions; ++rep) {
-      handoff.seconds_per_op.push_back(pairs.handoff(bytes));
-      own.seconds_per_op.push_back(pairs.own(bytes));
+    for (const std::int64_t p : {std::int64_t{0}, piece}) {
+      tb::Timing handoff{.inner = 1, .seconds_per_op = {}}, own{.inner = 1, .seconds_per_op = {}};
+      for (int rep = 0; rep < kHandoffRepetitions; ++rep) {
+        handoff.seconds_per_op.push_back(pairs.handoff(bytes, p));
+        own.seconds_per_op.push_back(pairs.own(bytes, p));
+      }
+      (p == 0 ? curves.contiguous : curves.pieces)
+          .seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, handoff.median() - own.median()));
     }
-    curve.seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, handoff.median() - own.median()));
   }
   wrong += pairs.wrong();
-  curve.check("tb-beff's node handoffs");
-  return curve;
+  curves.contiguous.check("tb-beff's node handoffs");
+  curves.pieces.check("tb-beff's node handoffs in pieces");
+  return curves;
 }
 
 // The zero-copy gets: ranks in pairs (0-1, 2-3, ...; a rank without a partner only waits), every
@@ -554,8 +567,9 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
     std::printf("  node handoffs: not measured (they need two ranks on one node)\n");
   else
     std::printf("  node handoffs (copy out of a partner's fresh bytes, extra over own bytes, median): 64 KiB %.2f us, "
-                "1 MiB %.2f us\n",
-                b.host.node_handoff_s(64 << 10) * 1e6, b.host.node_handoff_s(1 << 20) * 1e6);
+                "1 MiB %.2f us; in 64-byte pieces %.2f us, %.2f us\n",
+                b.host.node_handoff_s(64 << 10) * 1e6, b.host.node_handoff_s(1 << 20) * 1e6,
+                b.host.node_handoff_s(64 << 10, 64 << 10) * 1e6, b.host.node_handoff_s(1 << 20, 1 << 20) * 1e6);
   if (b.host.fresh.empty())
     std::printf("  fresh messages: not measured (they need a pair of ranks)\n");
   else
@@ -606,6 +620,8 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                                   "with itself), "
                                   "node_handoff_extra_seconds_by_bytes (a copy out of a node partner's fresh bytes "
                                   "minus a copy of the rank's own), "
+                                  "node_handoff_piece_extra_seconds_by_bytes (the same with the private side in "
+                                  "64-byte pieces), "
                                   "fresh_message_extra_seconds_by_bytes (a paired exchange's median right after each "
                                   "rank rewrote its send buffer minus its median repeated at once), "
                                   "get_seconds_by_bytes (ucx_zcopy's UCX gets in pairs, per get), "
@@ -637,7 +653,9 @@ int run(const Options& opt) {
   const Noncontiguous self = measure_noncontiguous(opt, rank, "self", x.wrong);
   b.host.self_send_extra = self.send;
   b.host.self_recv_extra = self.recv;
-  b.host.node_handoff = measure_node_handoff(opt, x.wrong);
+  auto handoffs = measure_node_handoffs(opt, x.wrong);
+  b.host.node_handoff = std::move(handoffs.contiguous);
+  b.host.node_handoff_pieces = std::move(handoffs.pieces);
   b.host.fresh = measure_fresh_messages(opt, rank, size, x.wrong);
   b.host.gets = measure_gets(opt, rank, size, x.wrong);
   b.host.cold = measure_cold_messages(opt, rank, size, x.wrong);
