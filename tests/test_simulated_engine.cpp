@@ -198,20 +198,27 @@ TEST(SimulatedEngineNative, TheOwnBlockIsCopiedInTimedCode) {
 
 // The engine charges messages to other ranks only: a call whose one block is a vector to itself
 // costs no engine pass (one would be about 180 us at 256 KiB), only the few microseconds of
-// looking at the arguments.
+// looking at the arguments. Those microseconds are real CPU time when computation is simulated,
+// so a loaded machine stretches them: the fastest of three calls is checked, against half a pass
+// where the engine charges (a pass would exceed it whatever the load), else 20 us.
 TEST(SimulatedEngineNative, TheOwnBlockIsNeverCharged) {
   if (!two_ranks()) GTEST_SKIP() << "worked out for 2 ranks";
-  expectation();
+  const Expectation e = expectation();
   Exchange x(MPI_COMM_WORLD, kBytes, true, false);
   std::swap(x.sendcounts[x.peer], x.sendcounts[x.rank]);
   std::swap(x.recvcounts[x.peer], x.recvcounts[x.rank]);
   std::swap(x.types[x.peer], x.types[x.rank]);
   const AlltoallwArgs args = x.args(MPI_COMM_WORLD);
   const AlltoallwComm comm{2, x.rank, false};
-  const double t0 = MPI_Wtime();
-  charge_alltoallw_sends(args, comm);
-  charge_alltoallw_receives(args, comm);
-  EXPECT_LT(MPI_Wtime() - t0, 20e-6);
+  double fastest = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    const double t0 = MPI_Wtime();
+    charge_alltoallw_sends(args, comm);
+    charge_alltoallw_receives(args, comm);
+    fastest = std::min(fastest, MPI_Wtime() - t0);
+  }
+  const double bound = e.charged ? 0.5 * kBytes / table_bandwidth_at(e.summary, kBytes) : 20e-6;
+  EXPECT_LT(fastest, bound) << "the bound: " << bound * 1e6 << " us (half a pass where the engine charges)";
 }
 
 // SimGrid 3.32 builds an indexed type whose blocks form one run as a contiguous type with the run's
