@@ -248,7 +248,8 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds",
                           "noncontiguous_recv_extra_seconds", "self_noncontiguous_send_extra_seconds",
                           "self_noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes",
-                          "node_handoff_piece_extra_seconds_by_bytes", "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"})
+                          "node_handoff_piece_extra_seconds_by_bytes", "fresh_message_extra_seconds_by_bytes",
+                          "get_seconds_by_bytes", "cold_message_extra_seconds"})
     fit.erase(key);
   fit.get_to(m.fit);
   read_curve(j, "message_seconds_by_bytes", m.measured);

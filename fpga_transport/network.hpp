@@ -123,7 +123,10 @@ class Network {
   const HostMessage* node_handoff() const {
     return kind_ == NetworkKind::host && !host_.node_handoff.empty() ? &host_ : nullptr;
   }
-  void drop_node_handoff() { host_.node_handoff = {}, host_.node_handoff_pieces = {}; }
+  void drop_node_handoff() {
+    host_.node_handoff = {};
+    host_.node_handoff_pieces = {};
+  }
   void drop_node_handoff_pieces() { host_.node_handoff_pieces = {}; }  // copies in blocks pay the contiguous extra
   // The measured time of one zero-copy get (host with tb-beff's gets), or null.
   const MeasuredCurve* zero_copy_gets() const {
