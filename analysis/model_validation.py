@@ -4,6 +4,7 @@
   model_validation.py report [--redistribute PREDICTED.csv MEASURED.json [MEASURED.json ...]] ...
                              [--bench BENCH.json [BENCH.json ...] PREDICTIONS_DIR] [--markdown OUT.md] [--csv OUT.csv]
                              [--min-repetitions 5] [--expect-algorithms a,b,...] [--state all|fast|slow]
+                             [--calibrations HOST [HOST ...]] [--min-calibrations 3]
 Compares what experiments/model_validation.sh writes:
 - one --redistribute per cube: tb-model's CSV for it (--csv, one network: the calibrated host) and
   tb-redistribute's JSON of every repetition. A repetition's figure is its median_s (the median of
@@ -48,7 +49,7 @@ outer loops, as every measured point's), never its fastest; where several runs (
 copied the same size, the median bandwidth is used. Only the cost per block is taken from BASE
 (tb-model --save-memory).
 
-  model_validation.py host-median [--state all|fast|slow] OUT HOST [HOST ...]
+  model_validation.py host-median [--state all|fast|slow] [--min-calibrations 3] OUT HOST [HOST ...]
 Writes a tb-model host network (OUT) whose every measured value is the median of that value over
 the HOST files, tb-beff --fit-out calibrations made at different moments of one validation (the
 script spreads them over its measurements: a tb-beff launch can land in a slow state, pricing a
@@ -60,7 +61,9 @@ it is always a value one calibration measured (the states can be 4x apart); the 
 alpha and beta get a median each. The calibration block lists every file's timestamp and
 cross-core handoff states (the state its launch started and ended in; report's last section).
 --state fast (or slow) takes the median over the calibrations in that state only (slow: started or
-ended slow).
+ended slow), where at least --min-calibrations (3) were made in it; with fewer it takes the median
+of all of them (one calibration is one sample, and one outlier would price every row), and says so
+on stdout and in the calibration block's "state".
 """
 import argparse
 import csv
@@ -541,9 +544,9 @@ def report(args):
                  f"start); each point the median of at least {args.min_repetitions} of them. The last sections "
                  "count them and name what was left out.", ""] + lines
         lines += [""] + left_out_lines(left_out, args.state, args.min_repetitions) if left_out else []
-    kept = launches_in(args.calibrations or [], args.state)
-    if kept:
-        lines += [""] + spread_lines(kept)
+    if args.calibrations:
+        kept, which = state_calibrations(args.calibrations, args.state, args.min_calibrations)
+        lines += ["", f"The host network is {which}."] + [""] + spread_lines(kept)
     launches = [("calibrations", args.calibrations or []),
                 ("redistributions", [p for group in args.redistribute or [] for p in group[1:]]),
                 ("sweep launches", (args.bench or [])[:-1])]
@@ -927,13 +930,34 @@ def spread_lines(hosts):
     return lines
 
 
+MIN_STATE_CALIBRATIONS = 3  # a median that can outvote one outlying calibration
+
+
+def state_calibrations(paths, state, min_calibrations=MIN_STATE_CALIBRATIONS):
+    """The calibrations a network for `state` is the median of, and a sentence saying which: those
+    made in the state (launches_in), or, where fewer than `min_calibrations` were, every one of
+    them. One calibration in a state is one sample: the run this rule came from had a single slow
+    calibration whose fresh-message extra was 60x the others', and the slow rows costed on it were
+    twice as wrong (mean |error|) as on the median of all calibrations."""
+    kept = launches_in(paths, state)
+    if state == "all":
+        return kept, f"the median of {len(kept)} calibration(s)"
+    if len(kept) >= min_calibrations:
+        return kept, f"the median of the {len(kept)} calibration(s) made in the {state} state"
+    made = "none was" if not kept else f"only {len(kept)} {'was' if len(kept) == 1 else 'were'}"
+    return list(paths), (f"the median of all {len(paths)} calibration(s), since {made} made in the {state} state "
+                         f"(fewer than {min_calibrations}; --min-calibrations)")
+
+
 def host(args):
-    hosts = launches_in(args.hosts, args.state)
-    if not hosts:
-        raise ValueError(f"no calibration made in the {args.state} state: {', '.join(args.hosts)}")
+    if args.min_calibrations < 1:
+        raise ValueError(f"--min-calibrations {args.min_calibrations}: at least 1")
+    hosts, which = state_calibrations(args.hosts, args.state, args.min_calibrations)
     merged = host_median(hosts)  # before OUT is opened: a refused merge leaves no file behind
+    merged["calibration"]["state"] = {"asked": args.state, "network": which}
     with open(args.out, "w") as f:
         json.dump(merged, f, indent=2)
+    print(f"{args.out}: {which}")
     return 0
 
 
@@ -997,6 +1021,8 @@ def parser():
     r.add_argument("--expect-algorithms", help="comma-separated: each point must compare every one")
     r.add_argument("--calibrations", nargs="+", metavar="HOST",
                    help="the run's tb-beff calibrations (host-K.json): their spread closes the report")
+    r.add_argument("--min-calibrations", type=int, default=MIN_STATE_CALIBRATIONS,
+                   help="as host-median's: which calibrations the state's network is the median of")
     r.add_argument("--state", choices=STATES, default="all",
                    help="keep the timings (redistribution rows, sweep benchmarks) made in this state and the "
                         "calibrations in it")
@@ -1017,6 +1043,8 @@ def parser():
     h.add_argument("hosts", nargs="+")
     h.add_argument("--state", choices=STATES, default="all",
                    help="the median over the calibrations in this state only (slow: started or ended slow)")
+    h.add_argument("--min-calibrations", type=int, default=MIN_STATE_CALIBRATIONS,
+                   help="with a state: fewer calibrations made in it than this, and the median is of all of them")
     h.set_defaults(run=host)
     o = sub.add_parser("overheads", help="each algorithm's fixed overhead per call: the median of its 1 B benchmarks "
                                          "timed in a state")

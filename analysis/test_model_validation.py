@@ -195,7 +195,7 @@ class Report(unittest.TestCase):
     """The whole report from files as model_validation.sh writes them."""
 
     def run_report(self, tmp, redistribute_reps=5, bench_passes=5, expect="native,pairwise,local_remap",
-                   calibrations=0, states=None, min_repetitions=5, state="all"):
+                   calibrations=0, states=None, min_repetitions=5, state="all", min_calibrations=3):
         """`states`: {file name: cross-core handoff ratio} recorded in those files, as tb-* do."""
         bench = os.path.join(tmp, "bench.json")
         write_bench(bench, {("contiguous", MIB, "native"): [100, 110, 400, 90, 105][:bench_passes],   # median 105 us
@@ -214,7 +214,7 @@ class Report(unittest.TestCase):
         out_csv, out_md = os.path.join(tmp, "v.csv"), os.path.join(tmp, "r.md")
         argv = ["model_validation.py", "report", "--redistribute", predicted, *reps, "--bench", bench, folder,
                 "--csv", out_csv, "--markdown", out_md, "--expect-algorithms", expect,
-                "--min-repetitions", str(min_repetitions), "--state", state]
+                "--min-repetitions", str(min_repetitions), "--state", state, "--min-calibrations", str(min_calibrations)]
         if calibrations:
             argv += ["--calibrations"] + [calibration(tmp, f"h{k}.json", k + 1, f"t{k}") for k in range(calibrations)]
         for name, ratio in (states or {}).items():
@@ -334,7 +334,7 @@ class Report(unittest.TestCase):
                 native_all = next(r for r in csv.DictReader(f) if r["algorithm"] == "native" and r["source"] == "tb-redistribute")
         with tempfile.TemporaryDirectory() as tmp:
             code_fast, fast, csv_fast = self.run_report(tmp, calibrations=3, states=states, min_repetitions=3,
-                                                        state="fast")
+                                                        state="fast", min_calibrations=2)
             with open(csv_fast) as f:
                 native_fast = next(r for r in csv.DictReader(f) if r["algorithm"] == "native" and r["source"] == "tb-redistribute")
         self.assertEqual((code, code_fast), (0, 0))
@@ -344,8 +344,19 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(float(native_fast["measured_median_s"]), 1.25e-3)  # of 1.0, 1.2, 1.3, 1.4 ms
         self.assertIn("Only the timings made in the fast state", fast)
         self.assertNotIn("Only the timings", every)
+        self.assertIn("The host network is the median of the 2 calibration(s) made in the fast state.", fast)
         self.assertIn("Calibration spread: 2 tb-beff calibration(s)", fast)
         self.assertIn("- calibrations: 1 of 3 slow (1.0, 8.7, 1.0)", fast)  # what was left out is still counted
+
+    def test_a_state_with_too_few_calibrations_is_costed_on_all_of_them_and_says_so(self):
+        states = {"bench.json": 1.1, **{f"measured-64-rep{k}.json": 1.0 for k in range(5)},
+                  "h0.json": 1.0, "h1.json": 8.7, "h2.json": 1.0}
+        with tempfile.TemporaryDirectory() as tmp:
+            code, slow, _ = self.run_report(tmp, calibrations=3, states=states, min_repetitions=1, state="fast")
+        self.assertEqual(code, 0)
+        self.assertIn("The host network is the median of all 3 calibration(s), since only 2 were made in the fast "
+                      "state (fewer than 3; --min-calibrations).", slow)
+        self.assertIn("Calibration spread: 3 tb-beff calibration(s)", slow)
 
     def test_a_state_cannot_sort_files_that_recorded_none(self):
         code, err = self.failing_report(state="fast")
@@ -641,16 +652,36 @@ class HostMedian(unittest.TestCase):
             for path, ratio in zip(files, (1.0, 9.0, 1.1)):
                 record_state(path, ratio)
             out = os.path.join(tmp, "fast.json")
-            self.assertEqual(model_validation.main(["model_validation.py", "host-median", "--state", "fast", out,
-                                                    *files]), 0)
+            with redirect_stdout(io.StringIO()) as said:
+                code = model_validation.main(["model_validation.py", "host-median", "--state", "fast",
+                                              "--min-calibrations", "2", out, *files])
             with open(out) as f:
                 merged = json.load(f)
+            with redirect_stdout(io.StringIO()) as said_slow:
+                code_slow = model_validation.main(["model_validation.py", "host-median", "--state", "slow", out, *files])
+            with open(out) as f:
+                slow = json.load(f)
+            with redirect_stdout(io.StringIO()) as said_one:
+                model_validation.main(["model_validation.py", "host-median", "--state", "slow",
+                                       "--min-calibrations", "1", out, *files])
+            with open(out) as f:
+                slow_one = json.load(f)
             with contextlib.redirect_stderr(io.StringIO()) as err:
-                none = model_validation.main(["model_validation.py", "host-median", "--state", "slow", out, files[0]])
+                zero = model_validation.main(["model_validation.py", "host-median", "--state", "slow",
+                                              "--min-calibrations", "0", out, *files])
+        self.assertEqual((code, code_slow, zero), (0, 0, 1))
         self.assertAlmostEqual(merged["host"]["alpha_s"], 1e-6)  # the lower of 1 and 2 us; the slow 4 us left out
         self.assertEqual(merged["calibration"]["median_of"], 2)
-        self.assertEqual(none, 1)
-        self.assertIn("no calibration made in the slow state", err.getvalue())
+        self.assertIn("the median of the 2 calibration(s) made in the fast state", said.getvalue())
+        # one slow calibration of three: too few for a median, so the network is all three's (2 us)
+        self.assertAlmostEqual(slow["host"]["alpha_s"], 2e-6)
+        self.assertEqual(slow["calibration"]["state"], {
+            "asked": "slow", "network": "the median of all 3 calibration(s), since only 1 was made in the slow state "
+                                        "(fewer than 3; --min-calibrations)"})
+        self.assertIn(slow["calibration"]["state"]["network"], said_slow.getvalue())
+        self.assertAlmostEqual(slow_one["host"]["alpha_s"], 4e-6)  # one is enough when asked: the slow one itself
+        self.assertIn("made in the slow state", said_one.getvalue())
+        self.assertIn("--min-calibrations 0: at least 1", err.getvalue())
 
     def test_one_calibration_is_itself(self):
         with tempfile.TemporaryDirectory() as tmp:

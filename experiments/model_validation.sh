@@ -64,6 +64,9 @@
 #                                                measuring run with a state writes only that state's
 #                                                report: re-cost it for the other.
 #   TB_VALIDATION_MIN_REPETITIONS [5; 3 with a state]  repetitions each point's median needs
+#   TB_VALIDATION_MIN_CALIBRATIONS [3]          with a state: fewer calibrations made in it than this, and
+#                                                its network is the median of all of them (run.txt and the
+#                                                report say which)
 # Writes $TB_VALIDATION_OUT: report.md (also printed), validation.csv, run.txt (the command, the
 # times and the load averages) and every tool's own output.
 # Every tool starts through experiments/launch.py, the launcher experiments/run.py uses (2 ranks
@@ -114,6 +117,11 @@ esac
 if [ "$state" = all ]; then min_reps=${TB_VALIDATION_MIN_REPETITIONS:-5}; else min_reps=${TB_VALIDATION_MIN_REPETITIONS:-3}; fi
 [[ $min_reps =~ ^[1-9][0-9]*$ ]] || {
   echo "model_validation: TB_VALIDATION_MIN_REPETITIONS=$min_reps: a positive integer" >&2
+  exit 2
+}
+min_calibrations=${TB_VALIDATION_MIN_CALIBRATIONS:-3}
+[[ $min_calibrations =~ ^[1-9][0-9]*$ ]] || {
+  echo "model_validation: TB_VALIDATION_MIN_CALIBRATIONS=$min_calibrations: a positive integer" >&2
   exit 2
 }
 if [ -z "$recost" ] && [ "$min_reps" -gt "$reps" ]; then
@@ -174,11 +182,11 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
     network_setting=
     [ -z "${TB_VALIDATION_NETWORK:-}" ] || network_setting="TB_VALIDATION_NETWORK=$TB_VALIDATION_NETWORK "
     echo "command: TB_VALIDATION_RECOST=$recost ${network_setting}TB_VALIDATION_STATE=$state" \
-      "TB_VALIDATION_MIN_REPETITIONS=$min_reps $0 $mpi ${sizes[*]}"
+      "TB_VALIDATION_MIN_REPETITIONS=$min_reps TB_VALIDATION_MIN_CALIBRATIONS=$min_calibrations $0 $mpi ${sizes[*]}"
   else
     echo "command: TB_VALIDATION_REPETITIONS=$reps TB_VALIDATION_SWEEP=$sweep TB_VALIDATION_LAYOUTS=$layouts" \
       "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time TB_VALIDATION_CALIBRATIONS=$calibrations" \
-      "TB_VALIDATION_STATE=$state TB_VALIDATION_MIN_REPETITIONS=$min_reps $0 $mpi ${sizes[*]}"
+      "TB_VALIDATION_STATE=$state TB_VALIDATION_MIN_REPETITIONS=$min_reps TB_VALIDATION_MIN_CALIBRATIONS=$min_calibrations $0 $mpi ${sizes[*]}"
   fi
   echo "git commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "start: $(date -u '+%F %T') UTC, load average $(loadavg)"
@@ -292,8 +300,8 @@ fi
 if [ "$state" != all ] && { [ -z "$recost" ] || [ -z "${TB_VALIDATION_NETWORK:-}" ]; }; then
   network=$out/host-$state.json
   [ ${#hosts[@]} -gt 0 ] || { echo "model_validation: TB_VALIDATION_STATE=$state needs the run's calibrations (host-K.json)" >&2; exit 2; }
-  validation host-median --state "$state" "$network" "${hosts[@]}"
-  echo "state: $state; $network is the median of the calibrations made in it" | tee -a "$out/run.txt"
+  validation host-median --state "$state" --min-calibrations "$min_calibrations" "$network" "${hosts[@]}" |
+    sed "s/^/state: $state; /" | tee -a "$out/run.txt"
 fi
 [ -z "$recost" ] || echo "re-costing the measurements of $src on $network" | tee -a "$out/run.txt"
 # Each algorithm's fixed overhead: the median of its 1 B benchmarks timed in the state (a run from
@@ -341,6 +349,6 @@ spread=()
 [ ${#hosts[@]} -eq 0 ] || spread=(--calibrations "${hosts[@]}")
 validation report "${redistribute[@]}" "${bench[@]}" --min-repetitions "$min_reps" --state "$state" \
   --expect-algorithms "$(join "${costed[@]}")" \
-  "${spread[@]}" --markdown "$out/report.md" --csv "$out/validation.csv"
+  "${spread[@]}" --min-calibrations "$min_calibrations" --markdown "$out/report.md" --csv "$out/validation.csv"
 echo "end: $(date -u '+%F %T') UTC, load average $(loadavg)" >> "$out/run.txt"
 echo "report: $out/report.md, $out/validation.csv"

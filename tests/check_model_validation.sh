@@ -91,7 +91,7 @@ for path in glob.glob(os.path.join(run, "overheads.json")) + glob.glob(os.path.j
 EOF
     TB_VALIDATION_RECOST=$copy TB_VALIDATION_STATE=fast TB_VALIDATION_MIN_REPETITIONS=5 TB_VALIDATION_OUT=$out \
       "$script" mpich > "$out.log" 2>&1 || { tail -n 20 "$out.log"; fail "re-costing in the fast state exited $?"; }
-    grep -q "^state: fast; $out/host-fast.json is the median of the calibrations made in it" "$out/run.txt" ||
+    grep -q "^state: fast; $out/host-fast.json: the median of the $((hosts - 1)) calibration(s) made in the fast state" "$out/run.txt" ||
       fail "run.txt does not name host-fast.json"
     median_of=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["calibration"]["median_of"])' "$out/host-fast.json")
     [ "$median_of" = $((hosts - 1)) ] || fail "host-fast.json is the median of $median_of calibrations, not the $((hosts - 1)) fast ones"
@@ -108,7 +108,15 @@ print(sorted({b["samples"] for b in json.load(open(sys.argv[1]))["benchmarks"]})
     [ "$samples" = "[$((launches - 1))]" ] ||
       fail "overheads-fast.json's medians are of $samples benchmarks, not of the $((launches - 1)) fast launches'"
     grep -q "^overheads: $out/overheads-fast.json" "$out/run.txt" || fail "run.txt does not name overheads-fast.json"
-    echo "check_model_validation: ok (fast state: $((hosts - 1)) calibrations, $((launches - 1)) overhead launches, one row left out)"
+    # Fewer fast calibrations than asked for: the network is the median of all of them, and says so.
+    TB_VALIDATION_RECOST=$copy TB_VALIDATION_STATE=fast TB_VALIDATION_MIN_REPETITIONS=5 TB_VALIDATION_MIN_CALIBRATIONS=$hosts \
+      TB_VALIDATION_OUT=$out-few "$script" mpich > "$out-few.log" 2>&1 || { tail -n 20 "$out-few.log"; fail "re-costing with too few fast calibrations exited $?"; }
+    said="the median of all $hosts calibration(s), since only $((hosts - 1)) were made in the fast state (fewer than $hosts"
+    grep -qF "state: fast; $out-few/host-fast.json: $said" "$out-few/run.txt" || fail "run.txt does not say the fast network fell back to all calibrations"
+    grep -qF "The host network is $said" "$out-few/report.md" || fail "the report does not say the fast network fell back to all calibrations"
+    median_of=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["calibration"]["median_of"])' "$out-few/host-fast.json")
+    [ "$median_of" = "$hosts" ] || fail "with too few fast calibrations host-fast.json is the median of $median_of, not all $hosts"
+    echo "check_model_validation: ok (fast state: $((hosts - 1)) calibrations, $((launches - 1)) overhead launches, one row left out; all $hosts with too few)"
     ;;
   once)
     out=$2
