@@ -9,6 +9,8 @@
 # blocks, which tb-model names too, and not with --without noncontiguous_messages; and the node
 # handoffs (host.node_handoff_extra_seconds_by_bytes), one extra >= 0 per size up to
 # --pairs-max-bytes (65536 here), named by tb-model, and not with --without node_handoff; and the
+# same handoffs in 64-byte pieces (host.node_handoff_piece_extra_seconds_by_bytes), named by
+# tb-model, and not with --without node_handoff_pieces or --without node_handoff; and the
 # fresh messages' extras (host.fresh_message_extra_seconds_by_bytes) likewise, named by tb-model, and
 # not with --without fresh_messages; and where
 # the testbed has UCX the zero-copy gets (host.get_seconds_by_bytes), one positive time per size
@@ -101,6 +103,12 @@ names_term self_messages "measured self messages \(tb-beff self exchange medians
 names_term noncontiguous_messages "non-contiguous messages measured \(tb-beff, [0-9]+ block sizes\)" \
   "non-contiguous messages measured"
 names_term node_handoff "node handoffs measured \(tb-beff, [0-9]+ sizes\)" "node handoffs measured"
+names_term node_handoff_pieces "node handoffs in 64 B pieces measured \(tb-beff, 3 sizes\)" \
+  "node handoffs in 64 B pieces measured"
+if header --without node_handoff | grep -q "node handoffs in 64 B pieces measured"; then
+  echo "run_beff_fit_out: FAILED: --without node_handoff still names the node handoffs in pieces"
+  exit 1
+fi
 names_term fresh_messages "fresh messages measured \(tb-beff, [0-9]+ sizes\)" "fresh messages measured"
 names_term cold_messages "cold messages measured \(tb-beff, [0-9]+ traffic sizes\)" "cold messages measured"
 if grep -q get_seconds_by_bytes "$out/host.json"; then
