@@ -109,6 +109,17 @@ TEST(NodePairs, HandOverThePartnersBytesAndRefuseMoreThanTheirSlots) {
   EXPECT_THROW(pairs.own(0), std::invalid_argument);
 }
 
+TEST(NodePairs, HandOverInPiecesUpToTheirSlotsAndRefuseUnevenPieces) {
+  NodePairs pairs(MPI_COMM_WORLD, 4096);  // received bytes start at 0: a piece left uncopied is wrong
+  pairs.handoff(4096, 64);  // the largest size: the private vector spans twice the slot
+  pairs.own(4096, 64);
+  pairs.handoff(128, 64);
+  EXPECT_EQ(pairs.wrong(), 0);  // every piece read back was the partner's (handoff) or the rank's own
+  EXPECT_THROW(pairs.handoff(4000, 64), std::invalid_argument);  // 62.5 pieces
+  EXPECT_THROW(pairs.own(4096, -64), std::invalid_argument);
+  EXPECT_THROW(pairs.handoff(8192, 64), std::invalid_argument);  // more than the slot
+}
+
 TEST(CrossCoreHandoff, TextNamesTheSlowStateAboveItsRatio) {
   const nlohmann::json usual = {{"cross_core_handoff", {{"bytes", 1 << 20}, {"handoff_us", 52.0}, {"private_us", 50.0}, {"ratio", 1.04}}}};
   const nlohmann::json slow = {{"cross_core_handoff", {{"bytes", 1 << 20}, {"handoff_us", 480.0}, {"private_us", 50.0}, {"ratio", 9.6}}}};
