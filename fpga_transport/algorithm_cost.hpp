@@ -74,7 +74,7 @@ struct Phase {
   // network measured node handoffs they cost that extra time on top of the copy (empty: none)
   std::vector<double> handoff_bytes;
   // per rank: of those bytes, the ones copied in small pieces (HostMessage::piece_share of each
-  // copy's bytes; node_leader's staged pairs of vector types)
+  // copy's bytes; node_leader's staged pairs of vector types; empty: none, as handoff_bytes)
   std::vector<double> handoff_piece_bytes;
   // the messages are one-sided zero-copy gets made by their receivers (ucx_zcopy), costed by
   // Network::gets_phase_time_s
