@@ -381,7 +381,9 @@ constexpr int kHandoffRepetitions = 9;
 
 // The same in 64-byte pieces: the private side of both copies a vector of 64-byte blocks at a
 // 128-byte stride, each block copied on its own (node_leader's copies of a vector type), against
-// the same pieces in the rank's own memory.
+// the same pieces in the rank's own memory. Each repetition times all four (contiguous and in
+// pieces, handoff and own) one after another, so that the machine's state, which changes within
+// seconds, weighs on both curves alike.
 struct NodeHandoffs {
   tb::fpga::MeasuredCurve contiguous, pieces;
 };
@@ -393,15 +395,16 @@ NodeHandoffs measure_node_handoffs(const Options& opt, long long& wrong) {
   const auto piece = static_cast<std::int64_t>(tb::fpga::HostMessage::kHandoffPieceBytes);
   for (std::int64_t bytes : kPairSizes) {
     if (!pairs.any() || bytes > opt.pairs_max_bytes) break;
-    for (const std::int64_t p : {std::int64_t{0}, piece}) {
-      tb::Timing handoff{.inner = 1, .seconds_per_op = {}}, own{.inner = 1, .seconds_per_op = {}};
-      for (int rep = 0; rep < kHandoffRepetitions; ++rep) {
-        handoff.seconds_per_op.push_back(pairs.handoff(bytes, p));
-        own.seconds_per_op.push_back(pairs.own(bytes, p));
+    tb::Timing handoff[2], own[2];  // [0] contiguous, [1] in pieces
+    for (int rep = 0; rep < kHandoffRepetitions; ++rep)
+      for (int k : {0, 1}) {
+        handoff[k].seconds_per_op.push_back(pairs.handoff(bytes, k * piece));
+        own[k].seconds_per_op.push_back(pairs.own(bytes, k * piece));
       }
-      (p == 0 ? curves.contiguous : curves.pieces)
-          .seconds_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, handoff.median() - own.median()));
-    }
+    for (int k : {0, 1})
+      (k == 0 ? curves.contiguous : curves.pieces)
+          .seconds_by_bytes.emplace_back(static_cast<double>(bytes),
+                                         std::max(0.0, handoff[k].median() - own[k].median()));
   }
   wrong += pairs.wrong();
   curves.contiguous.check("tb-beff's node handoffs");
