@@ -51,7 +51,11 @@ double MemoryModel::bandwidth_at(double bytes, bool streaming) const {
 }
 
 double MemoryModel::per_piece_at(double bytes) const {
-  return per_piece_by_bytes.empty() ? per_block_s : interpolate_log(per_piece_by_bytes, bytes);
+  return per_piece_by_bytes.empty() ? per_block_at(bytes) : interpolate_log(per_piece_by_bytes, bytes);
+}
+
+double MemoryModel::per_block_at(double bytes) const {
+  return per_block_by_bytes.empty() ? per_block_s : interpolate_log(per_block_by_bytes, bytes);
 }
 
 double MeasuredCurve::time_s(double bytes) const {
@@ -347,16 +351,18 @@ void to_json(nlohmann::json& j, const MemoryModel& m) {
   if (!m.bandwidth_by_bytes.empty()) j["bandwidth_by_bytes"] = m.bandwidth_by_bytes;
   if (!m.streaming_bandwidth_by_bytes.empty()) j["streaming_bandwidth_by_bytes"] = m.streaming_bandwidth_by_bytes;
   if (!m.per_piece_by_bytes.empty()) j["per_piece_seconds_by_bytes"] = m.per_piece_by_bytes;
+  if (!m.per_block_by_bytes.empty()) j["per_block_seconds_by_bytes"] = m.per_block_by_bytes;
 }
 void from_json(const nlohmann::json& j, MemoryModel& m) {
   check_keys(j, "", {"copy_bandwidth_bytes_per_s", "per_block_s", "bandwidth_by_bytes", "streaming_bandwidth_by_bytes",
-                     "streaming_from_bytes", "per_piece_seconds_by_bytes"});
+                     "streaming_from_bytes", "per_piece_seconds_by_bytes", "per_block_seconds_by_bytes"});
   read_key(j, "", "copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s);
   read_key(j, "", "per_block_s", m.per_block_s);
   read_key(j, "", "streaming_from_bytes", m.streaming_from_bytes);
   read_memory_table(j, "bandwidth_by_bytes", "bandwidths", m.bandwidth_by_bytes, false);
   read_memory_table(j, "streaming_bandwidth_by_bytes", "bandwidths", m.streaming_bandwidth_by_bytes, false);
   read_memory_table(j, "per_piece_seconds_by_bytes", "seconds", m.per_piece_by_bytes, true);
+  read_memory_table(j, "per_block_seconds_by_bytes", "seconds", m.per_block_by_bytes, true);
   if (m.copy_bandwidth_bytes_per_s <= 0 || m.per_block_s < 0 || m.streaming_from_bytes < 0)
     throw std::invalid_argument(
         "memory model: copy_bandwidth_bytes_per_s must be positive, per_block_s and streaming_from_bytes >= 0");

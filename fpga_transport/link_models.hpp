@@ -173,7 +173,9 @@ struct PcieMpiPath {
 // that table is given. Pieces are the copies of node_leader's copy lists (a blocking call plans
 // them with for_each_piece, merges them in address order and runs them: MergedCopy), which cost
 // more each than a block of the packer; per_piece_by_bytes is their extra time over a memcpy of
-// the same bytes, per piece, by W (without the table, a piece costs per_block_s).
+// the same bytes, per piece, by W (without the table, a piece costs per_block(W)).
+// per_block(W) is per_block_by_bytes, the testbed packer's extra time per block over a memcpy,
+// by W; without that table per_block_s at every W.
 struct MemoryModel {
   double copy_bandwidth_bytes_per_s = 10e9;
   double per_block_s = 5e-9;
@@ -181,16 +183,18 @@ struct MemoryModel {
   std::vector<std::pair<double, double>> bandwidth_by_bytes;            // bytes per second
   std::vector<std::pair<double, double>> streaming_bandwidth_by_bytes;  // bytes per second
   std::vector<std::pair<double, double>> per_piece_by_bytes;            // seconds per piece
+  std::vector<std::pair<double, double>> per_block_by_bytes;            // seconds per block of the packer
   double streaming_from_bytes = 4.0 * (1 << 20);                       // kStreamingCopyBytes
   bool by_working_set = true;  // false: bandwidth at the copy's own size (tb-model --without working_set)
   bool local_work = true;      // false: copies take no time, as in SMPI with compute off (--without local_work)
   double bandwidth_at(double bytes, bool streaming = false) const;
   double per_piece_at(double bytes) const;
+  double per_block_at(double bytes) const;
   double copy_time_s(double bytes, double blocks, double working_set_bytes = 0.0, bool streaming = false,
                      double pieces = 0.0) const {
     const double lookup = by_working_set ? std::max(bytes, working_set_bytes) : bytes;
     return bytes > 0 && local_work
-               ? bytes / bandwidth_at(lookup, streaming) + blocks * per_block_s + pieces * per_piece_at(lookup)
+               ? bytes / bandwidth_at(lookup, streaming) + blocks * per_block_at(lookup) + pieces * per_piece_at(lookup)
                : 0.0;
   }
 };

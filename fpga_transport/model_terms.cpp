@@ -77,6 +77,12 @@ const std::vector<ModelTerm>& switchable_terms() {
        "per block",
        "tb-model's memory measurement (--save-memory, key 'per_piece_seconds_by_bytes'): MergedCopy of 64-byte "
        "blocks at a 128-byte stride into a contiguous array minus one memcpy of the bytes, per piece"},
+      {"packer_blocks",
+       "local work: the testbed packer's blocks (pack_alltoallv's, local_remap's and ucx_zcopy's packs and "
+       "unpacks) at their measured cost beyond a memcpy of the same bytes, by working set, instead of one cost per "
+       "block",
+       "tb-model's memory measurement (--save-memory, key 'per_block_seconds_by_bytes'): tb::pack of 64-byte blocks "
+       "at a 128-byte stride into a contiguous array minus one memcpy of the bytes, per block"},
       {"streaming_stores", "local work: the testbed's copies from 4 MiB at the streaming-store bandwidth",
        "tb-model's memory measurement (--save-memory, key 'streaming_bandwidth_by_bytes')"},
       {"local_work", "every rank's copies and packing (the testbed's and the MPI library's)",
@@ -114,6 +120,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_barrier();
   } else if (term == "copy_list_pieces") {
     memory.per_piece_by_bytes.clear();  // pieces then cost as the packer's blocks
+  } else if (term == "packer_blocks") {
+    memory.per_block_by_bytes.clear();  // blocks then cost per_block_s at every working set
   } else if (term == "streaming_stores") {
     memory.streaming_bandwidth_by_bytes.clear();  // streaming copies then cost as plain ones
   } else if (term == "local_work") {

@@ -34,6 +34,8 @@
 //                     barrier on the cluster's routes), which the first timed call of a loop waits out
 //   copy_list_pieces  local work: node_leader's copies at tb-model's measured cost per piece of its
 //                     copy lists (MergedCopy), instead of the packer's cost per block
+//   packer_blocks     local work: the testbed packer's blocks at tb-model's measured cost per
+//                     block by working set, instead of one cost per block
 //   streaming_stores  local work: the testbed's copies of 4 MiB or more on the streaming-store
 //                     bandwidth measured by tb-model, instead of the plain memcpy bandwidth
 //   working_set       local work: the copy bandwidth looked up at the bytes a rank touches in the

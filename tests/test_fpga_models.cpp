@@ -286,7 +286,8 @@ TEST(MemoryModel, BandwidthByWorkingSetAndStreamingStores) {
 // A size listed twice leaves no line to interpolate on between its rows (0/0 in log(bytes)): each
 // table refuses it, naming itself and the size, in whatever order the rows come.
 TEST(MemoryModel, RefusesATableThatListsOneSizeTwice) {
-  for (const char* key : {"bandwidth_by_bytes", "streaming_bandwidth_by_bytes", "per_piece_seconds_by_bytes"}) {
+  for (const char* key :
+       {"bandwidth_by_bytes", "streaming_bandwidth_by_bytes", "per_piece_seconds_by_bytes", "per_block_seconds_by_bytes"}) {
     const auto j = nlohmann::json{{key, nlohmann::json::parse("[[4096, 2e9], [1024, 1e9], [4096, 3e9]]")}};
     try {
       (void)j.get<MemoryModel>();

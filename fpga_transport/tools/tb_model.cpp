@@ -57,11 +57,24 @@ double copy_list_seconds(const std::vector<char>& src, std::vector<char>& dst, s
   });
 }
 
+// One pack of `bytes` in 64-byte blocks at a 128-byte stride of `src` into `dst`, contiguous,
+// by the testbed's packer (pack_alltoallv's, local_remap's and ucx_zcopy's packs); `time` gives
+// its median.
+template <class Time>
+double pack_seconds(const std::vector<char>& src, std::vector<char>& dst, std::size_t bytes, Time&& time) {
+  const auto blocks = static_cast<std::int64_t>(bytes / 64);
+  std::vector<tb::ByteBlock> strided(static_cast<std::size_t>(blocks));
+  for (std::int64_t b = 0; b < blocks; ++b) strided[static_cast<std::size_t>(b)] = {b * 128, 64};
+  const tb::BlockSpan layout(strided.data(), strided.size(), blocks * 64, blocks * 128);
+  return time([&] { tb::pack(src.data(), 1, layout, reinterpret_cast<std::byte*>(dst.data())); });
+}
+
 // Copy bandwidth of this machine at several operation sizes (caches), and the cost per block:
 // the same bytes in 64-byte blocks at a 128-byte stride against one memcpy. Per size, the cost
-// per piece of node_leader's copy lists: those blocks copied into a contiguous array the way its
-// blocking call copies (MergedCopy: pieces planned, merged, run) against one memcpy. Each time is
-// the median of 5 runs, as every measured point of the validation is a median (not the fastest).
+// per block of the testbed's packer (those blocks packed by tb::pack) and per piece of
+// node_leader's copy lists (those blocks copied into a contiguous array the way its blocking call
+// copies: MergedCopy, pieces planned, merged, run), each against one memcpy. Each time is the
+// median of 5 runs, as every measured point of the validation is a median (not the fastest).
 tb::fpga::MemoryModel measure_memory() {
   const std::size_t largest = std::size_t{64} << 20;
   std::vector<char> src(2 * largest, 1), dst(2 * largest, 0);
@@ -78,6 +91,8 @@ tb::fpga::MemoryModel measure_memory() {
   for (std::size_t bytes = std::size_t{64} << 10; bytes <= largest; bytes *= 4) {
     const double t = time([&] { std::memcpy(dst.data(), src.data(), bytes); });
     m.bandwidth_by_bytes.emplace_back(static_cast<double>(bytes), static_cast<double>(bytes) / t);
+    m.per_block_by_bytes.emplace_back(static_cast<double>(bytes),
+                                      std::max(0.0, pack_seconds(src, dst, bytes, time) - t) / static_cast<double>(bytes / 64));
     m.per_piece_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, copy_list_seconds(src, dst, bytes, time) - t) /
                                                                       static_cast<double>(bytes / 64));
     if (static_cast<double>(bytes) < m.streaming_from_bytes) continue;
@@ -294,6 +309,9 @@ void print_header(const Options& o, const tb::fpga::CommPattern& pattern, const 
   if (!memory.streaming_bandwidth_by_bytes.empty())
     std::printf(", streaming stores %.2f GB/s from %.0f MiB", memory.streaming_bandwidth_by_bytes.back().second / 1e9,
                 memory.streaming_from_bytes / (1 << 20));
+  if (const auto& blocks = memory.per_block_by_bytes; !blocks.empty())
+    std::printf(", the packer's blocks %.2f ns at %.0f KiB .. %.2f ns at %.0f MiB", blocks.front().second * 1e9,
+                blocks.front().first / 1024, blocks.back().second * 1e9, blocks.back().first / (1 << 20));
   if (const auto& pieces = memory.per_piece_by_bytes; !pieces.empty())
     std::printf(", node_leader's copy lists %.2f ns per piece at %.0f KiB .. %.2f ns at %.0f MiB", pieces.front().second * 1e9,
                 pieces.front().first / 1024, pieces.back().second * 1e9, pieces.back().first / (1 << 20));
