@@ -22,17 +22,6 @@
 #define ARRAY ((size_t) 256 << 20)
 #define LARGEST ((size_t) 16 << 20)
 
-/* Seconds of one MPI_Sendrecv of `bytes` each way with the partner; the slowest rank's. */
-static double sendrecv(const char *send, char *recv, size_t bytes, int partner)
-{
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    double t = MPI_Wtime();
-    CHECK(MPI_Sendrecv(send, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
-                       MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    t = MPI_Wtime() - t;
-    return slowest_rank(t);
-}
-
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -51,9 +40,9 @@ int main(int argc, char **argv)
     for (size_t bytes = 4096; bytes <= LARGEST; bytes *= 4) {
         double hot[REPS], cold[REPS];
         for (int r = 0; r < REPS; ++r) {
-            (void) sendrecv(send, recv, bytes, 1 - rank);  /* the hot buffers, just used */
-            hot[r] = sendrecv(send, recv, bytes, 1 - rank);
-            cold[r] = sendrecv(send + offset, recv + offset, bytes, 1 - rank);
+            (void) paired_sendrecv(send, recv, bytes, 1 - rank);  /* the hot buffers, just used */
+            hot[r] = paired_sendrecv(send, recv, bytes, 1 - rank);
+            cold[r] = paired_sendrecv(send + offset, recv + offset, bytes, 1 - rank);
             offset += bytes;
         }
         const double hot_s = median(hot, REPS), cold_s = median(cold, REPS);

@@ -12,7 +12,10 @@
  *   slowest_rank(seconds)  the largest of every rank's `seconds` (MPI_MAX over MPI_COMM_WORLD):
  *                  a timed section's time as the probes report it;
  *   median(t, n)   sorts t[0] to t[n - 1] in place and returns t[n / 2]: the median for the odd
- *                  repetition counts the probes use.
+ *                  repetition counts the probes use;
+ *   paired_sendrecv(send, recv, bytes, partner)
+ *                  seconds of one MPI_Sendrecv of `bytes` each way with `partner` after a barrier,
+ *                  the slowest rank's.
  * The functions are static inline, so a probe that does not use one gets no unused-function
  * warning: ctest probes.compile (and probes.compile.smpi for smpi_*.c) compiles every probe with
  * -Wall -Wextra -Werror, so that none of them rots (tests/CMakeLists.txt).
@@ -71,6 +74,16 @@ static inline double median(double *t, int n)
 {
     qsort(t, (size_t) n, sizeof *t, compare);
     return t[n / 2];
+}
+
+static inline double paired_sendrecv(const char *send, char *recv, size_t bytes, int partner)
+{
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double t = MPI_Wtime();
+    CHECK(MPI_Sendrecv(send, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
+                       MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    t = MPI_Wtime() - t;
+    return slowest_rank(t);
 }
 
 #endif /* TB_PROBES_PROBE_H */

@@ -24,17 +24,6 @@
 #define LARGEST ((size_t) 16 << 20)
 #define TRAFFIC ((size_t) 64 << 20)
 
-/* Seconds of one MPI_Sendrecv of `bytes` each way with the partner; the slowest rank's. */
-static double sendrecv(const char *send, char *recv, size_t bytes, int partner)
-{
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    double t = MPI_Wtime();
-    CHECK(MPI_Sendrecv(send, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
-                       MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    t = MPI_Wtime() - t;
-    return slowest_rank(t);
-}
-
 /* One disturbance: 0 rewrites the send buffer's first `bytes`, 1 writes the scratch array. */
 static void disturb(int kind, char *send, size_t bytes, char *scratch, int repetition)
 {
@@ -66,7 +55,7 @@ int main(int argc, char **argv)
             double t[EXCHANGES][REPS];
             for (int r = 0; r < REPS; ++r) {
                 disturb(kind, send, bytes, scratch, r);
-                for (int k = 0; k < EXCHANGES; ++k) t[k][r] = sendrecv(send, recv, bytes, 1 - rank);
+                for (int k = 0; k < EXCHANGES; ++k) t[k][r] = paired_sendrecv(send, recv, bytes, 1 - rank);
             }
             if (rank == 0) {
                 printf("%10zu", bytes);

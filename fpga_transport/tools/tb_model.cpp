@@ -39,34 +39,39 @@
 
 namespace {
 
-// One copy of `bytes` in 64-byte blocks at a 128-byte stride of `src` into `dst`, contiguous,
-// through a MergedCopy, as node_leader's blocking call copies; `time` gives its median.
+// `bytes` as 64-byte blocks at a 128-byte stride: the strided side of the measured copies.
+struct StridedBlocks {
+  explicit StridedBlocks(std::size_t bytes) : blocks(bytes / 64) {
+    for (std::size_t b = 0; b < blocks.size(); ++b) blocks[b] = {static_cast<std::int64_t>(b) * 128, 64};
+  }
+  tb::BlockSpan span() const {
+    const auto n = static_cast<std::int64_t>(blocks.size());
+    return tb::BlockSpan(blocks.data(), blocks.size(), n * 64, n * 128);
+  }
+  std::vector<tb::ByteBlock> blocks;
+};
+
+// One copy of `bytes` in those blocks of `src` into `dst`, contiguous, through a MergedCopy, as
+// node_leader's blocking call copies; `time` gives its median.
 template <class Time>
 double copy_list_seconds(const std::vector<char>& src, std::vector<char>& dst, std::size_t bytes, Time&& time) {
-  const auto blocks = static_cast<std::int64_t>(bytes / 64);
-  std::vector<tb::ByteBlock> strided(static_cast<std::size_t>(blocks));
-  for (std::int64_t b = 0; b < blocks; ++b) strided[static_cast<std::size_t>(b)] = {b * 128, 64};
-  const tb::BlockSpan from(strided.data(), strided.size(), blocks * 64, blocks * 128);
-  const tb::ByteBlock whole{0, blocks * 64};
+  const StridedBlocks from(bytes);
+  const tb::ByteBlock whole{0, static_cast<std::int64_t>(from.blocks.size()) * 64};
   tb::MergedCopy copies;
   return time([&] {
     copies.clear();
-    copies.add(reinterpret_cast<const std::byte*>(src.data()), 1, from, reinterpret_cast<std::byte*>(dst.data()), 1,
-               tb::contiguous_span(whole));
+    copies.add(reinterpret_cast<const std::byte*>(src.data()), 1, from.span(), reinterpret_cast<std::byte*>(dst.data()),
+               1, tb::contiguous_span(whole));
     copies.run(true);
   });
 }
 
-// One pack of `bytes` in 64-byte blocks at a 128-byte stride of `src` into `dst`, contiguous,
-// by the testbed's packer (pack_alltoallv's, local_remap's and ucx_zcopy's packs); `time` gives
-// its median.
+// One pack of `bytes` in those blocks of `src` into `dst`, contiguous, by the testbed's packer
+// (pack_alltoallv's, local_remap's and ucx_zcopy's packs); `time` gives its median.
 template <class Time>
 double pack_seconds(const std::vector<char>& src, std::vector<char>& dst, std::size_t bytes, Time&& time) {
-  const auto blocks = static_cast<std::int64_t>(bytes / 64);
-  std::vector<tb::ByteBlock> strided(static_cast<std::size_t>(blocks));
-  for (std::int64_t b = 0; b < blocks; ++b) strided[static_cast<std::size_t>(b)] = {b * 128, 64};
-  const tb::BlockSpan layout(strided.data(), strided.size(), blocks * 64, blocks * 128);
-  return time([&] { tb::pack(src.data(), 1, layout, reinterpret_cast<std::byte*>(dst.data())); });
+  const StridedBlocks from(bytes);
+  return time([&] { tb::pack(src.data(), 1, from.span(), reinterpret_cast<std::byte*>(dst.data())); });
 }
 
 // Copy bandwidth of this machine at several operation sizes (caches), and the cost per block:
