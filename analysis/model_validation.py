@@ -933,12 +933,22 @@ def spread_lines(hosts):
 MIN_STATE_CALIBRATIONS = 3  # a median that can outvote one outlying calibration
 
 
+def positive_count(text):
+    """argparse type of --min-calibrations: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least 1")
+    return value
+
+
 def state_calibrations(paths, state, min_calibrations=MIN_STATE_CALIBRATIONS):
     """The calibrations a network for `state` is the median of, and a sentence saying which: those
     made in the state (launches_in), or, where fewer than `min_calibrations` were, every one of
-    them. One calibration in a state is one sample: the run this rule came from had a single slow
-    calibration whose fresh-message extra was 60x the others', and the slow rows costed on it were
-    twice as wrong (mean |error|) as on the median of all calibrations."""
+    them. One calibration in a state is one sample, and one outlying calibration would price every
+    row of the state (docs/results/2026-12-05-state-network-minimum.md)."""
     kept = launches_in(paths, state)
     if state == "all":
         return kept, f"the median of {len(kept)} calibration(s)"
@@ -950,8 +960,6 @@ def state_calibrations(paths, state, min_calibrations=MIN_STATE_CALIBRATIONS):
 
 
 def host(args):
-    if args.min_calibrations < 1:
-        raise ValueError(f"--min-calibrations {args.min_calibrations}: at least 1")
     hosts, which = state_calibrations(args.hosts, args.state, args.min_calibrations)
     merged = host_median(hosts)  # before OUT is opened: a refused merge leaves no file behind
     merged["calibration"]["state"] = {"asked": args.state, "network": which}
@@ -1021,7 +1029,7 @@ def parser():
     r.add_argument("--expect-algorithms", help="comma-separated: each point must compare every one")
     r.add_argument("--calibrations", nargs="+", metavar="HOST",
                    help="the run's tb-beff calibrations (host-K.json): their spread closes the report")
-    r.add_argument("--min-calibrations", type=int, default=MIN_STATE_CALIBRATIONS,
+    r.add_argument("--min-calibrations", type=positive_count, default=MIN_STATE_CALIBRATIONS,
                    help="as host-median's: which calibrations the state's network is the median of")
     r.add_argument("--state", choices=STATES, default="all",
                    help="keep the timings (redistribution rows, sweep benchmarks) made in this state and the "
@@ -1043,7 +1051,7 @@ def parser():
     h.add_argument("hosts", nargs="+")
     h.add_argument("--state", choices=STATES, default="all",
                    help="the median over the calibrations in this state only (slow: started or ended slow)")
-    h.add_argument("--min-calibrations", type=int, default=MIN_STATE_CALIBRATIONS,
+    h.add_argument("--min-calibrations", type=positive_count, default=MIN_STATE_CALIBRATIONS,
                    help="with a state: fewer calibrations made in it than this, and the median is of all of them")
     h.set_defaults(run=host)
     o = sub.add_parser("overheads", help="each algorithm's fixed overhead per call: the median of its 1 B benchmarks "

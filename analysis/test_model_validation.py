@@ -352,11 +352,11 @@ class Report(unittest.TestCase):
         states = {"bench.json": 1.1, **{f"measured-64-rep{k}.json": 1.0 for k in range(5)},
                   "h0.json": 1.0, "h1.json": 8.7, "h2.json": 1.0}
         with tempfile.TemporaryDirectory() as tmp:
-            code, slow, _ = self.run_report(tmp, calibrations=3, states=states, min_repetitions=1, state="fast")
+            code, fast, _ = self.run_report(tmp, calibrations=3, states=states, min_repetitions=1, state="fast")
         self.assertEqual(code, 0)
         self.assertIn("The host network is the median of all 3 calibration(s), since only 2 were made in the fast "
-                      "state (fewer than 3; --min-calibrations).", slow)
-        self.assertIn("Calibration spread: 3 tb-beff calibration(s)", slow)
+                      "state (fewer than 3; --min-calibrations).", fast)
+        self.assertIn("Calibration spread: 3 tb-beff calibration(s)", fast)
 
     def test_a_state_cannot_sort_files_that_recorded_none(self):
         code, err = self.failing_report(state="fast")
@@ -666,10 +666,12 @@ class HostMedian(unittest.TestCase):
                                        "--min-calibrations", "1", out, *files])
             with open(out) as f:
                 slow_one = json.load(f)
-            with contextlib.redirect_stderr(io.StringIO()) as err:
-                zero = model_validation.main(["model_validation.py", "host-median", "--state", "slow",
-                                              "--min-calibrations", "0", out, *files])
-        self.assertEqual((code, code_slow, zero), (0, 0, 1))
+            for command in ("host-median", "report"):  # both refuse a minimum below 1 before anything runs
+                with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit) as refused:
+                    model_validation.main(["model_validation.py", command, "--min-calibrations", "0", out, *files])
+                self.assertEqual(refused.exception.code, 2)
+                self.assertIn("--min-calibrations: 0: at least 1", err.getvalue())
+        self.assertEqual((code, code_slow), (0, 0))
         self.assertAlmostEqual(merged["host"]["alpha_s"], 1e-6)  # the lower of 1 and 2 us; the slow 4 us left out
         self.assertEqual(merged["calibration"]["median_of"], 2)
         self.assertIn("the median of the 2 calibration(s) made in the fast state", said.getvalue())
@@ -681,7 +683,6 @@ class HostMedian(unittest.TestCase):
         self.assertIn(slow["calibration"]["state"]["network"], said_slow.getvalue())
         self.assertAlmostEqual(slow_one["host"]["alpha_s"], 4e-6)  # one is enough when asked: the slow one itself
         self.assertIn("made in the slow state", said_one.getvalue())
-        self.assertIn("--min-calibrations 0: at least 1", err.getvalue())
 
     def test_one_calibration_is_itself(self):
         with tempfile.TemporaryDirectory() as tmp:

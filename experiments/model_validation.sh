@@ -272,8 +272,7 @@ measure() {
   echo "measured: end $(date -u '+%F %T') UTC, load average $(loadavg)" | tee -a "$out/run.txt"
   hosts=()  # global: the report shows their spread
   for ((k = 1; k <= calibrated; k++)); do hosts+=("$out/host-$k.json"); done
-  validation host-median "$out/host.json" "${hosts[@]}"
-  echo "calibration: host.json is the median of $calibrated tb-beff calibration(s)" | tee -a "$out/run.txt"
+  validation host-median "$out/host.json" "${hosts[@]}" | sed "s/^/calibration: /" | tee -a "$out/run.txt"
 
   # Copy bandwidth by size from the runs' own memcpy floors (same moment, same timing, both ranks
   # copying at once; each run's median_s as for the algorithms, then the median over the
@@ -296,7 +295,8 @@ else
   fi
 fi
 
-# A state's own network: the median of the calibrations made in it.
+# A state's own network: the median of the calibrations made in it, or of all of them where fewer
+# than TB_VALIDATION_MIN_CALIBRATIONS were (host-median says which; run.txt keeps it).
 if [ "$state" != all ] && { [ -z "$recost" ] || [ -z "${TB_VALIDATION_NETWORK:-}" ]; }; then
   network=$out/host-$state.json
   [ ${#hosts[@]} -gt 0 ] || { echo "model_validation: TB_VALIDATION_STATE=$state needs the run's calibrations (host-K.json)" >&2; exit 2; }

@@ -53,8 +53,8 @@ const std::vector<ModelTerm>& switchable_terms() {
        "local_remap and ucx_zcopy's packed peers send, also pays on its receiver's side the measured extra of such a message over the same "
        "message repeated (the library's copy reads bytes another core has just written)",
        "tb-beff --fit-out, key 'host.fresh_message_extra_seconds_by_bytes': ranks in pairs, MPI_Sendrecv of L bytes "
-       "right after each rewrote its send buffer; the median minus the median of the same exchange settled (timed after "
-       "6 untimed repeats)"},
+       "right after each rewrote its send buffer; the median minus the median of the same exchange settled (timed "
+       "after 6 untimed repeats: tb_beff.cpp's kSettleExchanges)"},
       {"zero_copy_gets",
        "host: ucx_zcopy's pieces as one-sided gets by their receivers at the measured time of a get, a rank's gets "
        "one after another, instead of MPI messages",
@@ -65,7 +65,7 @@ const std::vector<ModelTerm>& switchable_terms() {
        "being out of cache after the rank's memory traffic in the call (its working set and message bytes)",
        "tb-beff --fit-out, key 'host.cold_message_extra_seconds': ranks in pairs, MPI_Sendrecv of L bytes after "
        "each rank writes T bytes of other memory, per T; the median minus the median of the same exchange settled "
-       "(timed after 6 untimed repeats)"},
+       "(timed after 6 untimed repeats: tb_beff.cpp's kSettleExchanges)"},
       {"timing_barrier",
        "cluster: the testbed's timing barrier's uneven exits, which the first timed call waits out: the widest "
        "spread within one communicator, over the calls per timed loop (tb-model --inner)",

@@ -460,7 +460,8 @@ TEST(CostTerms, NodeLeaderCopiesAtTheMeasuredCostPerPiece) {
 // + 17 blocks at the cost read in log(bytes) at its working set of 2000 B, from 10 ns at 100 B to
 // 30 ns at 10 KB: 10 + 20 log(20) / log(100) = 23.01 ns. Switched off, the blocks cost
 // per_block_s, 1 ns: 2.017 us. The table reaches to_json and from_json, and the copy lists'
-// fallback (a piece costs a block where no piece table is given: 20 ns at 1000 B).
+// fallback (a piece costs a block where no piece table is given: 20 ns at 1000 B), but not the
+// MPI library's packing.
 TEST(CostTerms, PackerBlocksAtTheMeasuredCostByWorkingSet) {
   std::vector<Network> nets{
       Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 0.0}, {"beta_s_per_byte", 0.0}}}}, 1)};
@@ -471,6 +472,10 @@ TEST(CostTerms, PackerBlocksAtTheMeasuredCostByWorkingSet) {
   EXPECT_NEAR(cost(schedule("pack_alltoallv", p, {}), nets[0], m).local_s,
               2e-6 + 17 * (10e-9 + 20e-9 * std::log(20.0) / std::log(100.0)), 1e-15);
   EXPECT_NEAR(m.per_piece_at(1000), 20e-9, 1e-18);
+  // The library's packing, on a network without an engine of its own, falls back on the memory
+  // model but not on the packer's table: 1 us + 16 blocks at per_block_s.
+  const Phase packed{"library", {}, {0}, {0}, {0}, {LibraryWork{1000, 16, 1}}, {LibraryWork{}}, {}, {}, {}};
+  EXPECT_NEAR(cost({packed}, nets[0], m).local_s, 1e-6 + 16e-9, 1e-15);
   const MemoryModel back = nlohmann::json(m).get<MemoryModel>();
   EXPECT_EQ(back.per_block_by_bytes, m.per_block_by_bytes);
   switch_off("packer_blocks", nets, m);

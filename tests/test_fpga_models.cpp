@@ -88,27 +88,30 @@ TEST(MeasuredCurve, LinearBetweenPointsFlatBelowSlopeBeyond) {
   EXPECT_THROW(nlohmann::json::parse("[[0, 1e-6]]").get<MeasuredCurve>(), std::invalid_argument);
 }
 
-// Our b(L) and b_eff bookkeeping against the publication's printed results: every run's table,
-// put through beff_from_times, gives the b_eff that HPCC FPGA printed for it.
 // tb-beff --fit-out writes the host's curves with to_json and tb-model reads them with from_json:
 // every key tb-beff measures comes back as written (the handoffs in pieces among them), and a
 // curve left out stays out.
 TEST(HostMessage, JsonRoundTripKeepsEveryMeasuredCurve) {
-  const nlohmann::json curve = {{4096.0, 1e-6}, {65536.0, 8e-6}};
-  const nlohmann::json table = {{{"block_bytes", 64.0}, {"seconds_by_bytes", curve}}};
+  // Each key its own values, so that a key written under another's name cannot pass.
+  int k = 0;
+  auto curve = [&k] {
+    ++k;
+    return nlohmann::json{{4096.0, k * 1e-6}, {65536.0, k * 8e-6}};
+  };
+  auto table = [&curve] { return nlohmann::json{{{"block_bytes", 64.0}, {"seconds_by_bytes", curve()}}}; };
   const nlohmann::json written = {{"alpha_s", 5e-7},
                                   {"beta_s_per_byte", 1e-10},
-                                  {"message_seconds_by_bytes", curve},
-                                  {"self_message_seconds_by_bytes", curve},
-                                  {"noncontiguous_send_extra_seconds", table},
-                                  {"noncontiguous_recv_extra_seconds", table},
-                                  {"self_noncontiguous_send_extra_seconds", table},
-                                  {"self_noncontiguous_recv_extra_seconds", table},
-                                  {"node_handoff_extra_seconds_by_bytes", curve},
+                                  {"message_seconds_by_bytes", curve()},
+                                  {"self_message_seconds_by_bytes", curve()},
+                                  {"noncontiguous_send_extra_seconds", table()},
+                                  {"noncontiguous_recv_extra_seconds", table()},
+                                  {"self_noncontiguous_send_extra_seconds", table()},
+                                  {"self_noncontiguous_recv_extra_seconds", table()},
+                                  {"node_handoff_extra_seconds_by_bytes", curve()},
                                   {"node_handoff_piece_extra_seconds_by_bytes", {{4096.0, 3e-6}, {65536.0, 2e-5}}},
-                                  {"fresh_message_extra_seconds_by_bytes", curve},
-                                  {"get_seconds_by_bytes", curve},
-                                  {"cold_message_extra_seconds", {{{"traffic_bytes", 1048576.0}, {"seconds_by_bytes", curve}}}}};
+                                  {"fresh_message_extra_seconds_by_bytes", curve()},
+                                  {"get_seconds_by_bytes", curve()},
+                                  {"cold_message_extra_seconds", {{{"traffic_bytes", 1048576.0}, {"seconds_by_bytes", curve()}}}}};
   const auto host = written.get<HostMessage>();
   EXPECT_EQ(nlohmann::json(host), written);
   EXPECT_DOUBLE_EQ(host.node_handoff_s(65536, 65536), 2e-5);
@@ -117,6 +120,8 @@ TEST(HostMessage, JsonRoundTripKeepsEveryMeasuredCurve) {
   EXPECT_EQ(nlohmann::json(without_pieces.get<HostMessage>()), without_pieces);
 }
 
+// Our b(L) and b_eff bookkeeping against the publication's printed results: every run's table,
+// put through beff_from_times, gives the b_eff that HPCC FPGA printed for it.
 TEST(HpccReference, OurBeffFormulaReproducesThePublishedRuns) {
   const BeffReference ref = load_beff_reference(kReference);
   ASSERT_EQ(ref.runs.size(), 7u);

@@ -50,7 +50,8 @@ int main(int argc, char **argv)
     memset(recv, 0, LARGEST);
     const char *kinds[] = {"fresh", "cold"};
     for (int kind = 0; kind < 2; ++kind) {
-        if (rank == 0) printf("%s: us per exchange, 1st (disturbed) to %dth, median of %d\n", kinds[kind], EXCHANGES, REPS);
+        if (rank == 0)
+            printf("%s: us per exchange, 1st (disturbed) to %dth, median of %d\n", kinds[kind], EXCHANGES, REPS);
         for (size_t bytes = 65536; bytes <= LARGEST; bytes *= 4) {
             double t[EXCHANGES][REPS];
             for (int r = 0; r < REPS; ++r) {

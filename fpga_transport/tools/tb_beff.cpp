@@ -408,7 +408,8 @@ NodeHandoffs measure_node_handoffs(const Options& opt, long long& wrong) {
   const auto piece = static_cast<std::int64_t>(tb::fpga::HostMessage::kHandoffPieceBytes);
   for (std::int64_t bytes : kPairSizes) {
     if (!pairs.any() || bytes > opt.pairs_max_bytes) break;
-    tb::Timing handoff[2], own[2];  // [0] contiguous, [1] in pieces
+    tb::Timing handoff[2] = {{.inner = 1, .seconds_per_op = {}}, {.inner = 1, .seconds_per_op = {}}};  // [1]: in pieces
+    tb::Timing own[2] = {handoff[0], handoff[1]};
     for (int rep = 0; rep < kHandoffRepetitions; ++rep)
       for (int k : {0, 1}) {
         handoff[k].seconds_per_op.push_back(pairs.handoff(bytes, k * piece));
@@ -639,10 +640,12 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                                   "node_handoff_piece_extra_seconds_by_bytes (the same with the private side in "
                                   "64-byte pieces), "
                                   "fresh_message_extra_seconds_by_bytes (a paired exchange's median right after each "
-                                  "rank rewrote its send buffer minus its median settled, after 6 repeats), "
+                                  "rank rewrote its send buffer minus its median settled, after " + std::to_string(kSettleExchanges) +
+                                      " repeats), "
                                   "get_seconds_by_bytes (ucx_zcopy's UCX gets in pairs, per get), "
                                   "cold_message_extra_seconds (per traffic size, a paired exchange's median after that "
-                                  "much other memory traffic minus its median settled, after 6 repeats)"},
+                                  "much other memory traffic minus its median settled, after " + std::to_string(kSettleExchanges) +
+                                      " repeats)"},
                       {"kind", "host"},
                       {"host", b.host},
                       {"library", library},

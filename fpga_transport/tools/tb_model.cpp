@@ -96,10 +96,10 @@ tb::fpga::MemoryModel measure_memory() {
   for (std::size_t bytes = std::size_t{64} << 10; bytes <= largest; bytes *= 4) {
     const double t = time([&] { std::memcpy(dst.data(), src.data(), bytes); });
     m.bandwidth_by_bytes.emplace_back(static_cast<double>(bytes), static_cast<double>(bytes) / t);
-    m.per_block_by_bytes.emplace_back(static_cast<double>(bytes),
-                                      std::max(0.0, pack_seconds(src, dst, bytes, time) - t) / static_cast<double>(bytes / 64));
-    m.per_piece_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, copy_list_seconds(src, dst, bytes, time) - t) /
-                                                                      static_cast<double>(bytes / 64));
+    const auto blocks = static_cast<double>(bytes / 64);
+    m.per_block_by_bytes.emplace_back(static_cast<double>(bytes), std::max(0.0, pack_seconds(src, dst, bytes, time) - t) / blocks);
+    m.per_piece_by_bytes.emplace_back(static_cast<double>(bytes),
+                                      std::max(0.0, copy_list_seconds(src, dst, bytes, time) - t) / blocks);
     if (static_cast<double>(bytes) < m.streaming_from_bytes) continue;
     // The testbed packer's large copies: streaming stores (collectives/pack.hpp).
     const double ts = time([&] {
