@@ -36,16 +36,6 @@ void add_handoff(Phase& p, int rank, double bytes, double piece_share) {
   p.handoff_piece_bytes[rank] += piece_share * bytes;
 }
 
-// The share in pieces of a pack that writes over a staging buffer an on-node peer read: the
-// pack's source is the send side's blocks, each copied on its own (piece_share of their average
-// size). Its destination is contiguous, yet such a pack pays the handoff in pieces: on 2 ranks of
-// this host a pack of 64 KiB from 64-byte blocks took 13-15 us more than the same copy of the
-// rank's own bytes, about tb-beff's extra in pieces (experiments/probes/pack_exchange_phases.c).
-double pack_piece_share(const PairTraffic& t) {
-  const double bytes = static_cast<double>(t.bytes);
-  return HostMessage::piece_share(bytes, bytes / static_cast<double>(std::max<std::int64_t>(1, t.send_blocks)));
-}
-
 // A copy made through node_leader's copy lists, in `pieces` pieces (MemoryModel::per_piece_at).
 void add_pieces(Phase& p, int rank, double bytes, double pieces) {
   p.local_bytes[rank] += bytes;
@@ -142,7 +132,7 @@ std::vector<Phase> pack_exchange_unpack_schedule(const CommPattern& pat, const S
       if (s == d) continue;
       const bool on_node = same_node(s, d, opt);
       send.messages.push_back({s, d, static_cast<double>(t.bytes), on_node});
-      if (on_node) add_handoff(pack, s, static_cast<double>(t.bytes), pack_piece_share(t));
+      if (on_node) add_handoff(pack, s, static_cast<double>(t.bytes), 0.0);
     }
   return {std::move(pack), std::move(send), std::move(unpack)};
 }
@@ -211,7 +201,7 @@ std::vector<Phase> ucx_zcopy_schedule(const CommPattern& pat, const ScheduleOpti
         add_local(pack, s, static_cast<double>(t.bytes), static_cast<double>(t.send_blocks));
         const bool on_node = same_node(s, d, opt);  // as pack_alltoallv
         send.messages.push_back({s, d, static_cast<double>(t.bytes), on_node});
-        if (on_node) add_handoff(pack, s, static_cast<double>(t.bytes), pack_piece_share(t));
+        if (on_node) add_handoff(pack, s, static_cast<double>(t.bytes), 0.0);
         if (t.recv_blocks > 1) add_local(unpack, d, static_cast<double>(t.bytes), static_cast<double>(t.recv_blocks));
       }
     }

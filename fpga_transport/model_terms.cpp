@@ -43,8 +43,8 @@ const std::vector<ModelTerm>& switchable_terms() {
        "half of the pair's handoff, in pieces as small as their side's blocks pay the measured extra of copies in "
        "64-byte pieces (log(block) weighs it against the contiguous extra, 0 at one block), instead of the "
        "contiguous extra: piece by piece, the other core's cache lines move one at a time. The packs of "
-       "pack_alltoallv, local_remap and ucx_zcopy into a buffer an on-node peer read are in pieces as far as "
-       "their send blocks are small",
+       "pack_alltoallv, local_remap and ucx_zcopy keep the contiguous extra (charged in pieces they were "
+       "over-predicted)",
        "tb-beff --fit-out, key 'host.node_handoff_piece_extra_seconds_by_bytes': the node handoffs with the private "
        "side a vector of 64-byte blocks at a 128-byte stride, each copied on its own; the median minus the median of "
        "the same copies in the rank's own memory"},
