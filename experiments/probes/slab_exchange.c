@@ -9,7 +9,10 @@
  *   packed    the same bytes sent contiguous from a packed buffer (pack_alltoallv's message);
  *   pack      the testbed's way to that buffer: one memcpy per block;
  *   hot       `packed` again at once, its buffers just used (what tb-beff's curve measures);
- *   sub-hot   `subarray` again at once, its buffers just used.
+ *   sub-hot   `subarray` again at once, its buffers just used;
+ *   vector    the same blocks as an MPI_Type_vector of MPI_BYTE, the send type tb-beff calibrates
+ *             its non-contiguous extras with: whether MPICH charges the subarray's constructor or
+ *             element more than the layout itself.
  * Before every cold repetition each rank writes 64 MiB of scratch memory. The element is
  * MPI_C_DOUBLE_COMPLEX, as tb-redistribute's c64 (SLAB_ELEMENT=bytes: 16 contiguous MPI_BYTEs).
  *
@@ -62,8 +65,8 @@ int main(int argc, char **argv)
     const int partner = 1 - rank;
     char *scratch = touched_malloc(SCRATCH);
     if (rank == 0)
-        printf("%-14s %10s %10s %10s %10s %10s %10s\n", "shape", "per peer", "subarray", "packed", "pack", "hot",
-               "sub-hot");
+        printf("%-14s %10s %10s %10s %10s %10s %10s %10s\n", "shape", "per peer", "subarray", "packed", "pack", "hot",
+               "sub-hot", "vector");
     for (int a = 1; a + 2 < argc; a += 3) {
         const int n0 = atoi(argv[a]), n1 = atoi(argv[a + 1]), n2 = atoi(argv[a + 2]);
         if (n0 < 2 || n1 < 1 || n2 < 2 || n0 % 2 || n2 % 2) {
@@ -74,7 +77,7 @@ int main(int argc, char **argv)
         const size_t block = (size_t) n2 / 2 * ELEMENT, blocks = (size_t) n0 / 2 * n1;
         char *in = touched_malloc(local), *out = touched_malloc(local), *packed = touched_malloc(bytes);
         int sizes[3] = {n0 / 2, n1, n2}, sub[3] = {n0 / 2, n1, n2 / 2}, starts[3] = {0, 0, partner * n2 / 2};
-        MPI_Datatype element, send;
+        MPI_Datatype element, send, vector;
         const char *kind = getenv("SLAB_ELEMENT");
         if (kind && strcmp(kind, "bytes") == 0)
             CHECK(MPI_Type_contiguous(ELEMENT, MPI_BYTE, &element));
@@ -82,9 +85,11 @@ int main(int argc, char **argv)
             CHECK(MPI_Type_dup(MPI_C_DOUBLE_COMPLEX, &element));
         CHECK(MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, element, &send));
         CHECK(MPI_Type_commit(&send));
+        CHECK(MPI_Type_vector((int) blocks, (int) block, (int) (2 * block), MPI_BYTE, &vector));
+        CHECK(MPI_Type_commit(&vector));
         char *recv = out + (size_t) partner * bytes;  /* the partner's rows of the output, contiguous */
         const char *first = in + (size_t) partner * block;
-        double t[5][REPS];
+        double t[6][REPS];
         for (int r = 0; r < REPS; ++r) {
             evict(scratch, r);
             CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -113,15 +118,22 @@ int main(int argc, char **argv)
             CHECK(MPI_Sendrecv(packed, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
                                MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             t[3][r] = slowest(MPI_Wtime() - s);
+            evict(scratch, r);
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            s = MPI_Wtime();
+            CHECK(MPI_Sendrecv(first, 1, vector, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
+            t[5][r] = slowest(MPI_Wtime() - s);
         }
         if (rank == 0) {
             char shape[32];
             snprintf(shape, sizeof shape, "%dx%dx%d", n0, n1, n2);
-            printf("%-14s %7zu KiB %7.0f us %7.0f us %7.0f us %7.0f us %7.0f us\n", shape, bytes >> 10,
+            printf("%-14s %7zu KiB %7.0f us %7.0f us %7.0f us %7.0f us %7.0f us %7.0f us\n", shape, bytes >> 10,
                    median(t[0], REPS) * 1e6, median(t[1], REPS) * 1e6, median(t[2], REPS) * 1e6,
-                   median(t[3], REPS) * 1e6, median(t[4], REPS) * 1e6);
+                   median(t[3], REPS) * 1e6, median(t[4], REPS) * 1e6, median(t[5], REPS) * 1e6);
         }
         CHECK(MPI_Type_free(&send));
+        CHECK(MPI_Type_free(&vector));
         CHECK(MPI_Type_free(&element));
         free(in);
         free(out);
