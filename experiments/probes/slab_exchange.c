@@ -12,7 +12,10 @@
  *   sub-hot   `subarray` again at once, its buffers just used;
  *   vector    the same blocks as an MPI_Type_vector of MPI_BYTE, the send type tb-beff calibrates
  *             its non-contiguous extras with: whether MPICH charges the subarray's constructor or
- *             element more than the layout itself.
+ *             element more than the layout itself;
+ *   self      the rank's own half of the slab to itself the same way (the subarray type, received
+ *             contiguous), out of cache: native's self part;
+ *   alltoallw the whole redistribution as native does it, MPI_Alltoallw with both parts at once.
  * Before every cold repetition each rank writes 64 MiB of scratch memory. The element is
  * MPI_C_DOUBLE_COMPLEX, as tb-redistribute's c64 (SLAB_ELEMENT=bytes: 16 contiguous MPI_BYTEs).
  *
@@ -65,8 +68,8 @@ int main(int argc, char **argv)
     const int partner = 1 - rank;
     char *scratch = touched_malloc(SCRATCH);
     if (rank == 0)
-        printf("%-14s %10s %10s %10s %10s %10s %10s %10s\n", "shape", "per peer", "subarray", "packed", "pack", "hot",
-               "sub-hot", "vector");
+        printf("%-14s %10s %10s %10s %10s %10s %10s %10s %10s %10s\n", "shape", "per peer", "subarray", "packed", "pack", "hot",
+               "sub-hot", "vector", "self", "alltoallw");
     for (int a = 1; a + 2 < argc; a += 3) {
         const int n0 = atoi(argv[a]), n1 = atoi(argv[a + 1]), n2 = atoi(argv[a + 2]);
         if (n0 < 2 || n1 < 1 || n2 < 2 || n0 % 2 || n2 % 2) {
@@ -77,7 +80,7 @@ int main(int argc, char **argv)
         const size_t block = (size_t) n2 / 2 * ELEMENT, blocks = (size_t) n0 / 2 * n1;
         char *in = touched_malloc(local), *out = touched_malloc(local), *packed = touched_malloc(bytes);
         int sizes[3] = {n0 / 2, n1, n2}, sub[3] = {n0 / 2, n1, n2 / 2}, starts[3] = {0, 0, partner * n2 / 2};
-        MPI_Datatype element, send, vector;
+        MPI_Datatype element, send, vector, own;
         const char *kind = getenv("SLAB_ELEMENT");
         if (kind && strcmp(kind, "bytes") == 0)
             CHECK(MPI_Type_contiguous(ELEMENT, MPI_BYTE, &element));
@@ -85,11 +88,19 @@ int main(int argc, char **argv)
             CHECK(MPI_Type_dup(MPI_C_DOUBLE_COMPLEX, &element));
         CHECK(MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, element, &send));
         CHECK(MPI_Type_commit(&send));
+        int own_starts[3] = {0, 0, rank * n2 / 2};
+        CHECK(MPI_Type_create_subarray(3, sizes, sub, own_starts, MPI_ORDER_C, element, &own));
+        CHECK(MPI_Type_commit(&own));
+        MPI_Datatype send_types[2], recv_types[2] = {MPI_BYTE, MPI_BYTE};
+        send_types[rank] = own;
+        send_types[partner] = send;
+        int send_counts[2] = {1, 1}, send_displs[2] = {0, 0}, recv_counts[2] = {(int) bytes, (int) bytes},
+            recv_displs[2] = {0, (int) bytes};
         CHECK(MPI_Type_vector((int) blocks, (int) block, (int) (2 * block), MPI_BYTE, &vector));
         CHECK(MPI_Type_commit(&vector));
         char *recv = out + (size_t) partner * bytes;  /* the partner's rows of the output, contiguous */
         const char *first = in + (size_t) partner * block;
-        double t[6][REPS];
+        double t[8][REPS];
         for (int r = 0; r < REPS; ++r) {
             evict(scratch, r);
             CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -124,16 +135,29 @@ int main(int argc, char **argv)
             CHECK(MPI_Sendrecv(first, 1, vector, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0, MPI_COMM_WORLD,
                                MPI_STATUS_IGNORE));
             t[5][r] = slowest(MPI_Wtime() - s);
+            evict(scratch, r);
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            s = MPI_Wtime();
+            CHECK(MPI_Sendrecv(in, 1, own, rank, 0, out + (size_t) rank * bytes, (int) bytes, MPI_BYTE, rank, 0,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            t[6][r] = slowest(MPI_Wtime() - s);
+            evict(scratch, r);
+            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            s = MPI_Wtime();
+            CHECK(MPI_Alltoallw(in, send_counts, send_displs, send_types, out, recv_counts, recv_displs, recv_types,
+                                MPI_COMM_WORLD));
+            t[7][r] = slowest(MPI_Wtime() - s);
         }
         if (rank == 0) {
             char shape[32];
             snprintf(shape, sizeof shape, "%dx%dx%d", n0, n1, n2);
-            printf("%-14s %7zu KiB %7.0f us %7.0f us %7.0f us %7.0f us %7.0f us %7.0f us\n", shape, bytes >> 10,
-                   median(t[0], REPS) * 1e6, median(t[1], REPS) * 1e6, median(t[2], REPS) * 1e6,
-                   median(t[3], REPS) * 1e6, median(t[4], REPS) * 1e6, median(t[5], REPS) * 1e6);
+            printf("%-14s %7zu KiB", shape, bytes >> 10);
+            for (int c = 0; c < 8; ++c) printf(" %7.0f us", median(t[c], REPS) * 1e6);
+            printf("\n");
         }
         CHECK(MPI_Type_free(&send));
         CHECK(MPI_Type_free(&vector));
+        CHECK(MPI_Type_free(&own));
         CHECK(MPI_Type_free(&element));
         free(in);
         free(out);
