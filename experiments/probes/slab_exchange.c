@@ -42,12 +42,15 @@ static void *touched_malloc(size_t bytes)
     return p;
 }
 
-/* The slowest rank's seconds of one step, after a barrier. */
-static double slowest(double seconds)
+/* Seconds of one MPI_Sendrecv after a barrier, the slowest rank's: one `type` from `send` to
+ * `peer` (the partner or this rank), `bytes` received contiguous from it. */
+static double typed_sendrecv(const char *send, MPI_Datatype type, int peer, char *recv, size_t bytes)
 {
-    double max = 0;
-    CHECK(MPI_Allreduce(&seconds, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    return max;
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    double t = MPI_Wtime();
+    CHECK(MPI_Sendrecv(send, 1, type, peer, 0, recv, (int) bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE));
+    return slowest_rank(MPI_Wtime() - t);
 }
 
 static void evict(char *scratch, int rep)
@@ -103,50 +106,26 @@ int main(int argc, char **argv)
         double t[8][REPS];
         for (int r = 0; r < REPS; ++r) {
             evict(scratch, r);
+            t[0][r] = typed_sendrecv(in, send, partner, recv, bytes);
+            t[4][r] = typed_sendrecv(in, send, partner, recv, bytes);
+            evict(scratch, r);
             CHECK(MPI_Barrier(MPI_COMM_WORLD));
             double s = MPI_Wtime();
-            CHECK(MPI_Sendrecv(in, 1, send, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
-            t[0][r] = slowest(MPI_Wtime() - s);
-            CHECK(MPI_Barrier(MPI_COMM_WORLD));
-            s = MPI_Wtime();
-            CHECK(MPI_Sendrecv(in, 1, send, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
-            t[4][r] = slowest(MPI_Wtime() - s);
-            evict(scratch, r);
-            CHECK(MPI_Barrier(MPI_COMM_WORLD));
-            s = MPI_Wtime();
             for (size_t b = 0; b < blocks; ++b) memcpy(packed + b * block, first + b * 2 * block, block);
-            t[2][r] = slowest(MPI_Wtime() - s);
+            t[2][r] = slowest_rank(MPI_Wtime() - s);
             evict(scratch, r);
-            CHECK(MPI_Barrier(MPI_COMM_WORLD));
-            s = MPI_Wtime();
-            CHECK(MPI_Sendrecv(packed, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
-                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            t[1][r] = slowest(MPI_Wtime() - s);
-            CHECK(MPI_Barrier(MPI_COMM_WORLD));
-            s = MPI_Wtime();
-            CHECK(MPI_Sendrecv(packed, (int) bytes, MPI_BYTE, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0,
-                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            t[3][r] = slowest(MPI_Wtime() - s);
+            t[1][r] = paired_sendrecv(packed, recv, bytes, partner);
+            t[3][r] = paired_sendrecv(packed, recv, bytes, partner);
             evict(scratch, r);
-            CHECK(MPI_Barrier(MPI_COMM_WORLD));
-            s = MPI_Wtime();
-            CHECK(MPI_Sendrecv(first, 1, vector, partner, 0, recv, (int) bytes, MPI_BYTE, partner, 0, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
-            t[5][r] = slowest(MPI_Wtime() - s);
+            t[5][r] = typed_sendrecv(first, vector, partner, recv, bytes);
             evict(scratch, r);
-            CHECK(MPI_Barrier(MPI_COMM_WORLD));
-            s = MPI_Wtime();
-            CHECK(MPI_Sendrecv(in, 1, own, rank, 0, out + (size_t) rank * bytes, (int) bytes, MPI_BYTE, rank, 0,
-                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            t[6][r] = slowest(MPI_Wtime() - s);
+            t[6][r] = typed_sendrecv(in, own, rank, out + (size_t) rank * bytes, bytes);
             evict(scratch, r);
             CHECK(MPI_Barrier(MPI_COMM_WORLD));
             s = MPI_Wtime();
             CHECK(MPI_Alltoallw(in, send_counts, send_displs, send_types, out, recv_counts, recv_displs, recv_types,
                                 MPI_COMM_WORLD));
-            t[7][r] = slowest(MPI_Wtime() - s);
+            t[7][r] = slowest_rank(MPI_Wtime() - s);
         }
         if (rank == 0) {
             char shape[32];
