@@ -329,8 +329,12 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
   // The library's packing where the network has no engine of its own: the memory model, less the
   // testbed packer's measured cost per block by working set (packer_blocks), which is the
   // packer's, not the library's.
-  MemoryModel library_fallback = memory;
-  library_fallback.per_block_by_bytes.clear();
+  MemoryModel library_fallback;
+  if (!network.library()) {
+    library_fallback = memory;
+    library_fallback.per_block_by_bytes.clear();
+  }
+  const MemoryModel& library = network.library() ? *network.library() : library_fallback;
   // Each rank's working set: every byte it copies or packs during the call.
   std::vector<double> working_set;
   for (const Phase& p : phases) {
@@ -349,7 +353,6 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
     if (static_cast<int>(p.local_bytes.size()) > network.ranks())
       throw std::invalid_argument("the pattern has " + std::to_string(p.local_bytes.size()) + " ranks, the network " +
                                   std::to_string(network.ranks()));
-    const MemoryModel& library = network.library() ? *network.library() : library_fallback;
     double local = 0.0;
     for (std::size_t r = 0; r < p.local_bytes.size(); ++r)
       local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r],
