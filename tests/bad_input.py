@@ -242,6 +242,8 @@ CASES = [
     C("tb-beff.repetitions-zero", "tb-beff", ["--repetitions", "0"], r"--repetitions: Value 0 not in range"),
     C("tb-beff.pairs-max-bytes-small", "tb-beff", ["--pairs-max-bytes", "100"],
       r"--pairs-max-bytes: Value 100 not in range"),
+    C("tb-beff.messages-max-bytes-huge", "tb-beff", ["--messages-max-bytes", "2147483648"],
+      r"--messages-max-bytes: Value 2147483648 not in range"),
     C("tb-beff.loop-divisor-negative", "tb-beff", ["--loop-divisor", "-3"], r"--loop-divisor: Value -3 not in range"),
     C("tb-beff.fit-out-unwritable", "tb-beff", ["--fit-out", NOWHERE + ".json"],
       r"--fit-out /nonexistent/dir/x.json: cannot be written", ranks=2),

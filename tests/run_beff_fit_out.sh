@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tb-beff --fit-out end to end: the host network it writes holds the measured message curve
-# (host.message_seconds_by_bytes) with one point per measured size, each the size's exchange
-# median_s / 2 from the same run's --json; tb-model then names the measured messages in its
+# (host.message_seconds_by_bytes) with one point per measured size, each of b_eff's sizes the
+# size's exchange median_s / 2 from the same run's --json, then the sizes beyond b_eff's in 2x
+# steps (--messages-max-bytes), each a positive time; tb-model then names the measured messages in its
 # header, and the Hockney fit with --without measured_messages. The same file holds the measured
 # self messages (host.self_message_seconds_by_bytes), one positive time per measured size, which
 # tb-model names too, and not with --without self_messages; and the non-contiguous messages' extra
@@ -28,14 +29,18 @@ rm -f "$out/beff.json" "$out/host.json"
 import json, sys
 rows = json.load(open(sys.argv[1]))["results"]
 curve = json.load(open(sys.argv[2]))["host"]["message_seconds_by_bytes"]
-if [b for b, _ in curve] != [r["bytes"] for r in rows]:
-    sys.exit(f"run_beff_fit_out: FAILED: the curve's sizes {[b for b, _ in curve]} are not the measured ones")
+if [b for b, _ in curve[:len(rows)]] != [r["bytes"] for r in rows]:
+    sys.exit(f"run_beff_fit_out: FAILED: the curve's sizes {[b for b, _ in curve]} do not start with b_eff's")
 for (b, s), r in zip(curve, rows):
     if abs(s - r["median_s"] / 2) > 1e-12 * max(1.0, s):
         sys.exit(f"run_beff_fit_out: FAILED: at {b} B the curve has {s} s, the exchange median / 2 is {r['median_s'] / 2}")
-print(f"run_beff_fit_out: host.message_seconds_by_bytes has {len(curve)} points, one per measured size")
+beyond = curve[len(rows):]
+if [b for b, _ in beyond] != [rows[-1]["bytes"] << k for k in range(1, len(beyond) + 1)] or any(s <= 0 for _, s in beyond):
+    sys.exit(f"run_beff_fit_out: FAILED: the sizes beyond b_eff's {beyond} are not 2x steps with positive times")
+print(f"run_beff_fit_out: host.message_seconds_by_bytes has {len(curve)} points, one per measured size "
+      f"({len(beyond)} beyond b_eff's)")
 self_curve = json.load(open(sys.argv[2]))["host"]["self_message_seconds_by_bytes"]
-if [b for b, _ in self_curve] != [r["bytes"] for r in rows] or not all(s > 0 for _, s in self_curve):
+if [b for b, _ in self_curve] != [b for b, _ in curve] or not all(s > 0 for _, s in self_curve):
     sys.exit(f"run_beff_fit_out: FAILED: the self-message curve {self_curve} is not one positive time per measured size")
 print(f"run_beff_fit_out: host.self_message_seconds_by_bytes has {len(self_curve)} points")
 host = json.load(open(sys.argv[2]))["host"]

@@ -4,7 +4,9 @@
 // rank then the maximum over ranks. Every received byte is checked (it must equal log2(L) mod 256).
 // It also fits the Hockney model of one exchange, alpha + beta * L, and can write it as the
 // calibrated host network for tb-model (--fit-out), with the measured time of one message per
-// size: each size's exchange median / 2 (key host.message_seconds_by_bytes). It also times, per
+// size: each size's exchange median / 2 (key host.message_seconds_by_bytes), at b_eff's sizes and
+// beyond them up to --messages-max-bytes (64 MiB), where the model is asked about messages too and
+// a message's time is memory's, not the cache's. It also times, per
 // size, every rank sending itself one message at once (MPI_Irecv and MPI_Isend to itself,
 // MPI_Waitall): the library's own copy of a self part, as native's MPI_Alltoallw and local
 // remap's MPI_Alltoall(v) make it (key host.self_message_seconds_by_bytes). And in pairs of ranks it
@@ -50,6 +52,7 @@ struct Options {
   int repetitions = 3;
   int loop_divisor = 1;
   std::int64_t pairs_max_bytes = 16 << 20;  // the largest size of the paired measurements
+  std::int64_t messages_max_bytes = 64 << 20;  // the largest size of the message curves
   std::string json, fit_out;
 };
 
@@ -67,8 +70,30 @@ std::int64_t loop_length(const Options& opt, std::size_t i) {
   return std::max<std::int64_t>(1, tb::fpga::beff_loop_length(static_cast<int>(i), opt.rules) / opt.loop_divisor);
 }
 
-// The ring exchanges of every size.
+// The sizes the exchanges and the self messages are timed at, each with its loop length: b_eff's
+// sizes by its loop rule, then, for the message curves only, the sizes beyond 2^max in steps of 2x
+// up to --messages-max-bytes. b_eff's sizes are HPCC FPGA's, but the model prices messages up to
+// the largest per-peer size it is asked about, and from a few MiB a message streams from memory at
+// a fraction of the cached rate, which no extrapolation of the smaller sizes gives. A size beyond
+// loops over the bytes of b_eff's largest size's loop (at least 2 exchanges), so that it costs
+// about as long as that size.
+struct TimedSize {
+  std::int64_t bytes = 0, loops = 0;
+};
+
+std::vector<TimedSize> timed_sizes(const Options& opt) {
+  const auto sizes = tb::fpga::beff_sizes(opt.rules);
+  std::vector<TimedSize> timed;
+  for (std::size_t i = 0; i < sizes.size(); ++i) timed.push_back({sizes[i], loop_length(opt, i)});
+  const TimedSize largest = timed.back();
+  for (std::int64_t bytes = 2 * largest.bytes; bytes <= opt.messages_max_bytes; bytes *= 2)
+    timed.push_back({bytes, std::max<std::int64_t>(2, largest.bytes * largest.loops / bytes)});
+  return timed;
+}
+
+// The ring exchanges of every timed size (b_eff's first).
 struct Exchanges {
+  std::vector<std::int64_t> bytes;
   std::vector<double> loop_seconds;       // b_eff's rule: each rank's fastest loop, then MAX over ranks
   std::vector<std::int64_t> loop_lengths;
   std::vector<tb::Timing> timings;        // the testbed's: each repetition MAX over ranks, per exchange
@@ -77,15 +102,15 @@ struct Exchanges {
 
 Exchanges measure_exchanges(const Options& opt, int rank, int size) {
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-  const auto sizes = tb::fpga::beff_sizes(opt.rules);
-  const std::size_t max_bytes = static_cast<std::size_t>(sizes.back());
+  const auto sizes = timed_sizes(opt);
+  const std::size_t max_bytes = static_cast<std::size_t>(sizes.back().bytes);
   std::vector<unsigned char> send(max_bytes), from_left(max_bytes), from_right(max_bytes);
 
   Exchanges x;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const int bytes = static_cast<int>(sizes[i]);
+    const int bytes = static_cast<int>(sizes[i].bytes);
     const unsigned char value = static_cast<unsigned char>(i % 256);
-    const std::int64_t ll = loop_length(opt, i);
+    const std::int64_t ll = sizes[i].loops;
     std::fill(send.begin(), send.begin() + bytes, value);
     // [0]: this rank's fastest loop; [1 + rep]: each repetition's loop. One MAX over ranks gives both rules.
     std::vector<double> seconds(1 + static_cast<std::size_t>(opt.repetitions));
@@ -112,6 +137,7 @@ Exchanges measure_exchanges(const Options& opt, int rank, int size) {
     }
     TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
                                MPI_COMM_WORLD));
+    x.bytes.push_back(bytes);
     x.loop_seconds.push_back(seconds[0]);
     x.loop_lengths.push_back(ll);
     tb::Timing t;
@@ -123,18 +149,18 @@ Exchanges measure_exchanges(const Options& opt, int rank, int size) {
   return x;
 }
 
-// Every rank sends itself one message of each size, all ranks at once, with the exchanges' loop
-// lengths: per size the median over repetitions of the per-message time (each the MAX over
+// Every rank sends itself one message of each timed size, all ranks at once, with the exchanges'
+// loop lengths: per size the median over repetitions of the per-message time (each the MAX over
 // ranks). Received bytes are checked as the exchanges' are (added to `wrong`).
 tb::fpga::MeasuredCurve measure_self_messages(const Options& opt, int rank, long long& wrong) {
-  const auto sizes = tb::fpga::beff_sizes(opt.rules);
-  std::vector<unsigned char> send(static_cast<std::size_t>(sizes.back())), received(send.size());
+  const auto sizes = timed_sizes(opt);
+  std::vector<unsigned char> send(static_cast<std::size_t>(sizes.back().bytes)), received(send.size());
   tb::fpga::MeasuredCurve curve;
   long long bad = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    const int bytes = static_cast<int>(sizes[i]);
+    const int bytes = static_cast<int>(sizes[i].bytes);
     const unsigned char value = static_cast<unsigned char>(i % 256);
-    const std::int64_t ll = loop_length(opt, i);
+    const std::int64_t ll = sizes[i].loops;
     std::fill(send.begin(), send.begin() + bytes, value);
     std::vector<double> seconds(static_cast<std::size_t>(opt.repetitions));
     for (double& s : seconds) {
@@ -477,20 +503,21 @@ struct Beff {
   tb::fpga::HostMessage host;
 };
 
-// One message's time per size: the exchange's median over repetitions (each the MAX over ranks),
-// halved: an exchange sends two messages and receives two per rank, one after another in the
-// host model (the same halving as the fit's alpha and beta).
-tb::fpga::MeasuredCurve measured_messages(const Exchanges& x, const tb::fpga::BeffResult& result) {
+// One message's time per timed size: the exchange's median over repetitions (each the MAX over
+// ranks), halved: an exchange sends two messages and receives two per rank, one after another in
+// the host model (the same halving as the fit's alpha and beta).
+tb::fpga::MeasuredCurve measured_messages(const Exchanges& x) {
   tb::fpga::MeasuredCurve curve;
-  for (std::size_t i = 0; i < result.points.size(); ++i)
-    curve.seconds_by_bytes.emplace_back(static_cast<double>(result.points[i].bytes), x.timings[i].median() / 2.0);
+  for (std::size_t i = 0; i < x.bytes.size(); ++i)
+    curve.seconds_by_bytes.emplace_back(static_cast<double>(x.bytes[i]), x.timings[i].median() / 2.0);
   curve.check("tb-beff's measured messages");
   return curve;
 }
 
 Beff evaluate(const Options& opt, int size, const Exchanges& x) {
   Beff b;
-  b.result = tb::fpga::beff_from_times(size, opt.rules, x.loop_seconds);
+  const std::size_t beff_count = tb::fpga::beff_sizes(opt.rules).size();  // the timed sizes b_eff counts
+  b.result = tb::fpga::beff_from_times(size, opt.rules, {x.loop_seconds.begin(), x.loop_seconds.begin() + beff_count});
   double sum = 0.0;
   std::vector<std::pair<double, double>> fit_points;
   for (std::size_t i = 0; i < b.result.points.size(); ++i) {
@@ -504,7 +531,7 @@ Beff evaluate(const Options& opt, int size, const Exchanges& x) {
   // One exchange sends and receives 2 messages per rank: the host model's 2 alpha + 2 L beta.
   b.exchange = tb::fpga::Hockney::fit(fit_points);
   b.host.fit = {std::max(0.0, b.exchange.alpha_s / 2.0), b.exchange.beta_s_per_byte / 2.0};
-  b.host.measured = measured_messages(x, b.result);
+  b.host.measured = measured_messages(x);
   return b;
 }
 
@@ -563,9 +590,10 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
               b.exchange.alpha_s * 1e6, b.exchange.bandwidth_bytes_per_s() / 1e9, b.host.fit.alpha_s * 1e6,
               b.host.fit.bandwidth_bytes_per_s() / 1e9);
   const auto& curve = b.host.measured.seconds_by_bytes;
-  std::printf("  measured messages (exchange median / 2), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B\n",
+  std::printf("  measured messages (exchange median / 2), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B "
+              "(%zu beyond b_eff's, to --messages-max-bytes)\n",
               curve.size(), curve.front().second * 1e6, curve.front().first, curve.back().second * 1e6,
-              curve.back().first);
+              curve.back().first, curve.size() - b.result.points.size());
   const auto& self = b.host.self_measured.seconds_by_bytes;
   std::printf("  self messages (every rank to itself at once, median), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B\n",
               self.size(), self.front().second * 1e6, self.front().first, self.back().second * 1e6, self.back().first);
@@ -629,8 +657,9 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
   std::ofstream f(path);
   f << nlohmann::json{{"name", "host-calibrated"},
                       {"comment", "tb-beff exchanges on this machine: Hockney fit (alpha and beta per message) and "
-                                  "message_seconds_by_bytes (each size's exchange median / 2), "
-                                  "self_message_seconds_by_bytes (each size's self exchange median), "
+                                  "message_seconds_by_bytes (each size's exchange median / 2; b_eff's sizes, then "
+                                  "2x steps up to --messages-max-bytes), "
+                                  "self_message_seconds_by_bytes (each such size's self exchange median), "
                                   "noncontiguous_{send,recv}_extra_seconds (per block size, a paired exchange's "
                                   "median with that side a vector minus its contiguous median), "
                                   "self_noncontiguous_{send,recv}_extra_seconds (the same, every rank exchanging "
@@ -712,6 +741,12 @@ int main(int argc, char** argv) {
                  "fresh messages, the zero-copy gets and the cold messages (sizes up to 16 MiB in steps of 4x, up to it)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
+  app.add_option("--messages-max-bytes", opt.messages_max_bytes,
+                 "largest size of the measured message curves (--fit-out's host.message_seconds_by_bytes and "
+                 "host.self_message_seconds_by_bytes): beyond b_eff's 2^max they go on in steps of 2x up to it, "
+                 "outside b_eff")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
   app.add_option("--fit-out", opt.fit_out, "write the fitted host network for tb-model (rank 0)");
   return tb::mpi_tool_main(argc, argv, "tb-beff", app, [&] { validate(opt); }, [&] { return run(opt); });
