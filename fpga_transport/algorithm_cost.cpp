@@ -322,6 +322,15 @@ double library_work_s(const LibraryWork& w, const Network& network, const Memory
   return w.messages * (send ? host->send_extra : host->recv_extra).extra_s(message, block);
 }
 
+// Both sides of a rank's library work in a phase: their sum, or where the measured extras of the
+// two sides overlap (Network::noncontiguous_sides_overlap) the larger.
+double library_sides_s(const Phase& p, std::size_t r, const Network& network, const MemoryModel& library,
+                       const MemoryModel& memory, double working_set) {
+  const double send = library_work_s(p.library_send[r], network, library, memory, working_set, true);
+  const double recv = library_work_s(p.library_recv[r], network, library, memory, working_set, false);
+  return network.noncontiguous_sides_overlap() && memory.local_work ? std::max(send, recv) : send + recv;
+}
+
 }  // namespace
 
 Cost cost(const std::vector<Phase>& phases, const Network& network, const MemoryModel& memory) {
@@ -358,8 +367,7 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
       local = std::max(local, memory.copy_time_s(p.local_bytes[r], p.local_blocks[r], working_set[r],
                                                  p.local_bytes[r] >= memory.streaming_from_bytes,
                                                  p.local_pieces[r]) +
-                                  library_work_s(p.library_send[r], network, library, memory, working_set[r], true) +
-                                  library_work_s(p.library_recv[r], network, library, memory, working_set[r], false) +
+                                  library_sides_s(p, r, network, library, memory, working_set[r]) +
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +
                                   node_handoff_s(p, r, network, memory));
     const double comm =

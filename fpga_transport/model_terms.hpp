@@ -18,6 +18,8 @@
 //                     where their own extra is not measured)
 //   noncontiguous_self_messages host: a non-contiguous message from a rank to itself at tb-beff's
 //                     measured extra of such a self message, instead of the pairs' extra
+//   noncontiguous_overlap host: a rank non-contiguous on both its sending and its receiving side
+//                     in a phase pays the larger of the two measured extras, not their sum
 //   node_handoff      host: node_leader's unpack from the node's staging (bytes other ranks just
 //                     wrote), and packs into a buffer an on-node peer just read, at tb-beff's
 //                     measured extra time of such a copy

@@ -111,6 +111,12 @@ class Network {
     return kind_ == NetworkKind::host && !host_.send_extra.empty() && !host_.recv_extra.empty() ? &host_ : nullptr;
   }
   void drop_noncontiguous_messages() { host_.send_extra = {}, host_.recv_extra = {}; }
+  // Whether a rank's non-contiguous sends and receives of one phase pay the larger of their two
+  // measured extras rather than their sum (host with measured non-contiguous messages): with both
+  // sides vectors, the library packs and unpacks in the one pipeline of each exchange, and the
+  // exchange costs about the larger side's extra (experiments/probes/noncontiguous_message.c).
+  bool noncontiguous_sides_overlap() const { return noncontiguous_messages() && sides_overlap_; }
+  void drop_noncontiguous_overlap() { sides_overlap_ = false; }  // the two extras then add up
   // The measured extra time of a non-contiguous message from a rank to itself (host with
   // tb-beff's non-contiguous self exchanges), or null: a self message then pays the pairs' extra.
   const HostMessage* noncontiguous_self_messages() const {
@@ -175,6 +181,7 @@ class Network {
   ClusterFabric cluster_;
   MemoryModel library_;
   bool has_library_ = false;
+  bool sides_overlap_ = true;
   std::vector<std::vector<Edge>> adjacency_;
   std::vector<std::vector<int>> next_hop_;  // next_hop_[src][dst]
   std::string topology_;
