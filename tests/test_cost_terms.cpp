@@ -377,13 +377,17 @@ nlohmann::json measured_noncontiguous_host() {
 // sides (noncontiguous_overlap, the next test), 11.896 us; rank 1 receives 1536 B in 24 blocks of
 // 64 B: 5 us. With the term off one pass of the engine: rank 0 (1536 + 500) B at 1 GB/s =
 // 2.036 us. Without local work (SMPI with compute off), nothing.
-TEST(CostTerms, NoncontiguousMessagesAtTheirMeasuredExtra) {
-  std::vector<Network> nets{Network::from_json(measured_noncontiguous_host(), 2)};
-  MemoryModel m = plain_memory(10e9, 0.0);
+CommPattern noncontiguous_pattern() {
   CommPattern p(2);
   p.at(0, 1) = {1536, 3, 24};
   p.at(1, 0) = {500, 1, 8};
-  const auto native = schedule("native", p, {});
+  return p;
+}
+
+TEST(CostTerms, NoncontiguousMessagesAtTheirMeasuredExtra) {
+  std::vector<Network> nets{Network::from_json(measured_noncontiguous_host(), 2)};
+  MemoryModel m = plain_memory(10e9, 0.0);
+  const auto native = schedule("native", noncontiguous_pattern(), {});
   EXPECT_NEAR(cost(native, nets[0], m).local_s, 11.896e-6, 1e-12);
   std::vector<Network> without_local_work = nets;
   MemoryModel no_local_work = m;
@@ -402,9 +406,7 @@ TEST(CostTerms, NoncontiguousMessagesAtTheirMeasuredExtra) {
 TEST(CostTerms, NoncontiguousSidesOverlapTheRankPaysTheLarger) {
   std::vector<Network> nets{Network::from_json(measured_noncontiguous_host(), 2)};
   MemoryModel m = plain_memory(10e9, 0.0);
-  CommPattern p(2);
-  p.at(0, 1) = {1536, 3, 24};
-  p.at(1, 0) = {500, 1, 8};
+  CommPattern p = noncontiguous_pattern();
   const auto native = schedule("native", p, {});
   EXPECT_TRUE(nets[0].noncontiguous_sides_overlap());
   EXPECT_NEAR(cost(native, nets[0], m).local_s, 11.896e-6, 1e-12);
