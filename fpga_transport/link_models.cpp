@@ -1,6 +1,7 @@
 #include "fpga_transport/link_models.hpp"
 
 #include "collectives/log_interpolation.hpp"
+#include "collectives/measured_curves.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -60,13 +61,7 @@ double MemoryModel::per_block_at(double bytes) const {
 
 double MeasuredCurve::time_s(double bytes) const {
   if (seconds_by_bytes.empty()) throw std::logic_error("MeasuredCurve::time_s on an empty curve");
-  const auto& pts = seconds_by_bytes;
-  if (bytes <= pts.front().first || pts.size() == 1) return pts.front().second;
-  std::size_t i = 1;
-  while (i + 1 < pts.size() && bytes > pts[i].first) ++i;  // segment [i-1, i], or the last one beyond the end
-  const auto& [x0, y0] = pts[i - 1];
-  const auto& [x1, y1] = pts[i];
-  return std::max(0.0, y0 + (bytes - x0) * (y1 - y0) / (x1 - x0));
+  return curve_at(seconds_by_bytes, bytes);
 }
 
 double HostMessage::message_time_s(double bytes) const {
@@ -77,23 +72,13 @@ double HostMessage::message_time_s(double bytes) const {
 }
 
 namespace {
-// One curve's extra at `bytes`: below its first size the first extra scaled down, to 0 at 0 bytes.
-double extra_at(const MeasuredCurve& curve, double bytes) {
-  const auto& [first_bytes, first_s] = curve.seconds_by_bytes.front();
-  return bytes < first_bytes ? first_s * bytes / first_bytes : curve.time_s(bytes);
-}
+// One curve's extra at `bytes` (extra_curve_at: below its first size scaled down, to 0 at 0 bytes).
+double extra_at(const MeasuredCurve& curve, double bytes) { return extra_curve_at(curve.seconds_by_bytes, bytes); }
 }  // namespace
 
 double NoncontiguousExtra::extra_s(double bytes, double block_bytes) const {
-  if (by_block.empty() || bytes <= 0) return 0.0;
-  if (block_bytes <= by_block.front().first) return extra_at(by_block.front().second, bytes);
-  if (block_bytes >= by_block.back().first) return extra_at(by_block.back().second, bytes);
-  std::size_t i = 1;
-  while (block_bytes > by_block[i].first) ++i;
-  const auto& [b0, c0] = by_block[i - 1];
-  const auto& [b1, c1] = by_block[i];
-  const double w = std::log(block_bytes / b0) / std::log(b1 / b0);
-  return (1.0 - w) * extra_at(c0, bytes) + w * extra_at(c1, bytes);
+  if (bytes <= 0) return 0.0;
+  return blend_by_size(by_block, block_bytes, [&](const MeasuredCurve& curve) { return extra_at(curve, bytes); });
 }
 
 double HostMessage::piece_share(double bytes, double block_bytes) {
