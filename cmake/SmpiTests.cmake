@@ -39,7 +39,7 @@ endforeach()
 add_executable(test_fft test_fft.cpp)
 target_link_libraries(test_fft PRIVATE tb_fft tb_mpi_gtest_main)
 add_executable(test_simulated_engine test_simulated_engine.cpp)
-target_link_libraries(test_simulated_engine PRIVATE tb_collectives tb_mpi_gtest_main)
+target_link_libraries(test_simulated_engine PRIVATE tb_collectives tb_mpi_gtest_main nlohmann_json::nlohmann_json)
 
 # tb_add_smpi_test(<name> RANKS n... [TIMEOUT s] EXPECT regex... COMMAND program args...)
 # One test per rank count, smpi.<name>.np<N>: passes when the program exits 0 under tb-smpirun,
@@ -73,22 +73,32 @@ list(JOIN env_cases ":" env_cases)
 tb_add_smpi_test(test_node_leader RANKS 2 3 4 EXPECT "\\[  PASSED  \\] [0-9]+ tests"
                  COMMAND $<TARGET_FILE:test_node_leader> --gtest_filter=-${env_cases})
 
-# The library's datatype engine (collectives/simulated_datatype_engine.hpp), charged where the
-# platform carries it and computation is simulated, and nowhere else: this host's platform
-# written with experiments/host_platform.py --datatype-engine from the calibration in
-# docs/results (a fixture), the shipped this-host.xml (written without it), and the engine's
-# platform with computation off (tb-smpirun passes smpi/simulate-computation:no on).
+# The library's datatype work (collectives/simulated_datatype_engine.hpp), charged where the
+# platform prices it and computation is simulated, and nowhere else: this host's platform written
+# with experiments/host_platform.py from the calibration in docs/results (a fixture), once with
+# --noncontiguous-extras (the measured extras) and once with --datatype-engine (one MPI_Pack
+# pass), the shipped this-host.xml (written with neither), and the pass's platform with
+# computation off (tb-smpirun passes smpi/simulate-computation:no on).
+set(engine_calibration ${PROJECT_SOURCE_DIR}/docs/results/2026-12-03-this-host-calibration.json)
+set(extras_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-noncontiguous-extras.xml)
 set(engine_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-datatype-engine.xml)
 set(this_host_hosts ${CMAKE_CURRENT_BINARY_DIR}/this-host-2.hosts)
 file(WRITE ${this_host_hosts} "node-0\nnode-0\n")
-add_test(NAME smpi.simulated-engine.platform
-         COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/experiments/host_platform.py
-                 ${PROJECT_SOURCE_DIR}/docs/results/2026-12-03-this-host-calibration.json --datatype-engine
-                 --out ${engine_platform})
-set_tests_properties(smpi.simulated-engine.platform PROPERTIES TIMEOUT 30 LABELS "smpi;python"
-                     FIXTURES_SETUP smpi_engine_platform PASS_REGULAR_EXPRESSION "with the library's datatype engine")
-foreach(case "charged;with-engine;${engine_platform};"
+foreach(case "noncontiguous-extras;${extras_platform};with the measured non-contiguous extras"
+             "datatype-engine;${engine_platform};with the library's datatype engine")
+  list(GET case 0 option)
+  list(GET case 1 platform)
+  list(GET case 2 says)
+  add_test(NAME smpi.simulated-engine.platform.${option}
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/experiments/host_platform.py ${engine_calibration} --${option}
+                   --out ${platform})
+  set_tests_properties(smpi.simulated-engine.platform.${option} PROPERTIES TIMEOUT 30 LABELS "smpi;python"
+                       FIXTURES_SETUP smpi_engine_platform PASS_REGULAR_EXPRESSION "${says}")
+endforeach()
+foreach(case "charged: measured;with-extras;${extras_platform};"
+             "charged:;with-engine;${engine_platform};"
              "not charged;this-host;${PROJECT_SOURCE_DIR}/experiments/platforms/this-host.xml;"
+             "not charged;with-extras-compute-off;${extras_platform};--cfg=smpi/simulate-computation:no"
              "not charged;with-engine-compute-off;${engine_platform};--cfg=smpi/simulate-computation:no")
   list(GET case 0 expect)
   list(GET case 1 name)
@@ -100,15 +110,28 @@ foreach(case "charged;with-engine;${engine_platform};"
                    ${TB_SMPI_LAUNCH} ${option} -np 2 $<TARGET_FILE:test_simulated_engine>)
   set_tests_properties(smpi.simulated-engine.${name}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;smpi;np2"
                        FIXTURES_REQUIRED smpi_engine_platform ENVIRONMENT
-                       "TB_TEST_ENGINE=${expect};TB_SMPI_PLATFORM=${platform};TB_SMPI_HOSTFILE=${this_host_hosts}")
+                       "TB_TEST_ENGINE=${expect};TB_TEST_CALIBRATION=${engine_calibration};TB_SMPI_PLATFORM=${platform};TB_SMPI_HOSTFILE=${this_host_hosts}")
 endforeach()
-# A property that is not such a table stops the run with a message naming it.
+# A property that is not what it must be stops the run with a message naming it (here a pass
+# table with a word for a bandwidth, extras with a negative block size), and so does a host whose
+# zones carry both prices.
 set(bad_engine_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-bad-datatype-engine.xml)
 add_test(NAME smpi.simulated-engine.bad-property.np2
          COMMAND /bin/sh -c "sed 's/tb_datatype_engine_bandwidth_by_bytes\" value=\"65536:/tb_datatype_engine_bandwidth_by_bytes\" value=\"65536:fast/' \"$1\" > \"$2\" && TB_SMPI_PLATFORM=\"$2\" exec \"$3\" --fail \"property tb_datatype_engine_bandwidth_by_bytes has the entry '65536:fast[0-9.e+]*'\" \"$4\" -np 2 \"$5\""
                  bad-property ${engine_platform} ${bad_engine_platform} ${PROJECT_SOURCE_DIR}/tests/expect_output.sh
                  ${TB_SMPI_LAUNCH} $<TARGET_FILE:test_simulated_engine>)
-set_tests_properties(smpi.simulated-engine.bad-property.np2 PROPERTIES TIMEOUT 60 LABELS "mpi;smpi;np2"
+set(bad_extras_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-bad-extras.xml)
+add_test(NAME smpi.simulated-engine.bad-extras.np2
+         COMMAND /bin/sh -c "sed 's/\\(block_bytes.\\):64[.]0,/\\1:-64.0,/' \"$1\" > \"$2\" && TB_SMPI_PLATFORM=\"$2\" exec \"$3\" --fail \"property tb_noncontiguous_extra_seconds has send.0. out of order or not > 0; it must be a JSON object\" \"$4\" -np 2 \"$5\""
+                 bad-extras ${extras_platform} ${bad_extras_platform} ${PROJECT_SOURCE_DIR}/tests/expect_output.sh
+                 ${TB_SMPI_LAUNCH} $<TARGET_FILE:test_simulated_engine>)
+set(both_prices_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-both-prices.xml)
+add_test(NAME smpi.simulated-engine.both-prices.np2
+         COMMAND /bin/sh -c "grep -o '<prop id=.tb_datatype_engine_bandwidth_by_bytes[^>]*>' \"$1\" > \"$2.prop\" && sed '/<prop id=.tb_noncontiguous_extra_seconds/r '\"$2.prop\" \"$6\" > \"$2\" && TB_SMPI_PLATFORM=\"$2\" exec \"$3\" --fail \"property tb_noncontiguous_extra_seconds stands beside tb_datatype_engine_bandwidth_by_bytes\" \"$4\" -np 2 \"$5\""
+                 both-prices ${engine_platform} ${both_prices_platform} ${PROJECT_SOURCE_DIR}/tests/expect_output.sh
+                 ${TB_SMPI_LAUNCH} $<TARGET_FILE:test_simulated_engine> ${extras_platform})
+set_tests_properties(smpi.simulated-engine.bad-property.np2 smpi.simulated-engine.bad-extras.np2
+                     smpi.simulated-engine.both-prices.np2 PROPERTIES TIMEOUT 60 LABELS "mpi;smpi;np2"
                      FIXTURES_REQUIRED smpi_engine_platform ENVIRONMENT
                      "TB_TEST_ENGINE=charged;TB_SMPI_HOSTFILE=${this_host_hosts}")
 

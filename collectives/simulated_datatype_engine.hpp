@@ -1,28 +1,33 @@
 // The MPI library's datatype engine as simulated time, under SimGrid SMPI (the smpi variant).
 //
 // A real MPI library spends time on a non-contiguous datatype inside its calls: MPICH's ch4
-// packs every non-contiguous side of a message into contiguous bytes before sending and
-// unpacks after receiving (tb-beff --fit-out measures MPI_Pack's bandwidth: the calibration's
-// key "library"). SMPI 3.32 moves such bytes without charging any simulated time for them.
+// packs every non-contiguous side of a message before sending and unpacks after receiving, on a
+// slower path than a contiguous message's. SMPI 3.32 moves such bytes without charging any
+// simulated time for them. A platform zone may carry one of two measured prices for that work,
+// and the testbed then charges it, as simulated computation of the rank that does it, for each
+// non-contiguous side of each message that native and pairwise hand to MPI on an
+// intracommunicator (send sides before the MPI call, receive sides after it):
 //
-// A platform may carry the engine as the zone property
-//   tb_datatype_engine_bandwidth_by_bytes = "BYTES:BYTES_PER_S;BYTES:BYTES_PER_S;..."
-// (experiments/host_platform.py --datatype-engine writes it from tb-beff's calibration), and the
-// testbed then charges, as simulated computation of the rank that does it, one engine pass over
-// each non-contiguous side of each message that native and pairwise hand to MPI on an
-// intracommunicator: the message's bytes at the bandwidth interpolated at its size (in
-// log(bytes), clamped at the ends), the bandwidth part of tb-model's library_engine term. Send
-// sides are charged before the MPI call, receive sides after it. native's message to itself is
-// not: under SMPI native copies it in the testbed's timed code (collectives/algorithms/native.cpp).
-// Nothing is charged when no zone of the host has the property, or when computation is not
-// simulated (smpi/simulate-computation off, run.py --compute off), where no local work costs
-// anything. A property that is not such a list stops
-// the simulation with a message naming it, at the first call that looks it up.
+// - tb_noncontiguous_extra_seconds = '{"send": [{"block_bytes": B, "seconds_by_bytes": [[L, S],
+//   ...]}, ...], "recv": [...]}': the measured extra time of a message of L bytes whose send
+//   (receive) side is a vector of B-byte blocks, over the same message contiguous (tb-beff's
+//   non-contiguous exchanges: its keys host.noncontiguous_{send,recv}_extra_seconds, which
+//   experiments/host_platform.py --noncontiguous-extras copies). A side of L bytes in blocks of
+//   B bytes on average is charged the table read as tb-model's noncontiguous_messages term reads
+//   it (collectives/measured_curves.hpp): the platform's messages, fitted to contiguous ones,
+//   already hold the copy that a pack replaces, so only the extra is missing. Two non-contiguous
+//   sides of one message are each charged (tb-model's noncontiguous_overlap is not simulated).
+// - tb_datatype_engine_bandwidth_by_bytes = "BYTES:BYTES_PER_S;...": one full pass of MPI_Pack
+//   at its measured rate by size (host_platform.py --datatype-engine). An experiment kept for
+//   comparison: on this host's slab redistributions it made native take 1.6-4.1x and pairwise
+//   1.0-4.6x the measured time at 64 KiB - 1 MiB per peer, since the platform's messages already
+//   pay the copy it adds (docs/results/2026-12-04-smpi-datatype-engine.md).
 //
-// It is an experiment, off on every shipped platform: on this host's slab redistributions the
-// charge made native take 1.6-4.1x and pairwise 1.0-4.6x the measured time at 64 KiB - 1 MiB per
-// peer, so the time SMPI misses there is not this pass
-// (docs/results/2026-12-04-smpi-datatype-engine.md).
+// native's message to itself is never charged: under SMPI native copies it in the testbed's timed
+// code (collectives/algorithms/native.cpp). Nothing is charged when no zone of the host has either
+// property, or when computation is not simulated (smpi/simulate-computation off, run.py --compute
+// off), where no local work costs anything. A malformed property, or a host whose zones carry
+// both, stops the simulation with a message naming it, at the first call that looks them up.
 //
 // Outside the smpi variant these are empty: the real library spends its own time.
 #pragma once
@@ -35,11 +40,14 @@
 
 namespace tb {
 
+// Which side of a message a charge is for: the measured extras differ by side.
+enum class MessageSide { send, receive };
+
 #if defined(TB_SMPI)
 
 // Charges the engine for `count` instances of `type` on one side of one message, when they are
 // not one contiguous run.
-void charge_datatype_engine(int count, MPI_Datatype type);
+void charge_datatype_engine(MessageSide side, int count, MPI_Datatype type);
 
 // An MPI_Alltoallw call's sides on this rank: every non-contiguous send side to another rank
 // (before the call), every non-contiguous receive side from another rank (after it).
@@ -47,12 +55,13 @@ void charge_alltoallw_sends(const AlltoallwArgs& args, const AlltoallwComm& comm
 void charge_alltoallw_receives(const AlltoallwArgs& args, const AlltoallwComm& comm);
 
 // What this run charges, for the run's metadata: "charged: <property value> (platform zone
-// '<zone>')", or "not charged: <why>".
+// '<zone>')" for the MPI_Pack pass, "charged: measured non-contiguous extras, <n> block sizes per
+// side (property ..., platform zone '<zone>')", or "not charged: <why>".
 std::string simulated_datatype_engine_summary();
 
 #else
 
-inline void charge_datatype_engine(int, MPI_Datatype) {}
+inline void charge_datatype_engine(MessageSide, int, MPI_Datatype) {}
 inline void charge_alltoallw_sends(const AlltoallwArgs&, const AlltoallwComm&) {}
 inline void charge_alltoallw_receives(const AlltoallwArgs&, const AlltoallwComm&) {}
 

@@ -15,15 +15,20 @@ size takes exactly its measured time. Sizes between two measured ones take the s
 factors.
 
 SMPI itself charges no time for datatype processing inside MPI calls (packing and unpacking
-non-contiguous types), which MPICH spends. tb-beff measures that pass too (key
-library.bandwidth_by_bytes, MPI_Pack's rate per size, or library.copy_bandwidth_bytes_per_s),
-and with --datatype-engine the platform carries it as the zone property
-tb_datatype_engine_bandwidth_by_bytes, which the smpi build then charges for the non-contiguous
-sides that native and pairwise hand to MPI (collectives/simulated_datatype_engine.hpp). It is
-off by default: on this host's slab redistributions that charge made SMPI 1.6-4.1x too slow for
-native at 64 KiB - 1 MiB per peer (docs/results/2026-12-04-smpi-datatype-engine.md): the
-platform's messages, fitted to MPICH's contiguous ones, already include the copy a pack would
-replace (tb-beff measures a message of 1 KiB blocks no slower than a contiguous one from 16 KiB).
+non-contiguous types), which MPICH spends. tb-beff measures it two ways, and the platform may
+carry one of them as a zone property that the smpi build charges for the non-contiguous sides
+that native and pairwise hand to MPI (collectives/simulated_datatype_engine.hpp):
+- --noncontiguous-extras: the property tb_noncontiguous_extra_seconds, tb-beff's measured extra
+  time of a message with a non-contiguous send or receive side over the same message contiguous,
+  per block size (keys host.noncontiguous_{send,recv}_extra_seconds): what a platform whose
+  messages are fitted to contiguous ones misses, the same quantity as tb-model's
+  noncontiguous_messages term.
+- --datatype-engine: the property tb_datatype_engine_bandwidth_by_bytes, one full MPI_Pack pass
+  at its measured rate (key library.bandwidth_by_bytes, or library.copy_bandwidth_bytes_per_s).
+  An experiment: on this host's slab redistributions it made SMPI 1.6-4.1x too slow for native at
+  64 KiB - 1 MiB per peer (docs/results/2026-12-04-smpi-datatype-engine.md), since the platform's
+  messages already include the copy a pack would replace.
+Without either, SMPI charges nothing for that work.
 """
 import argparse
 import json
@@ -100,6 +105,34 @@ def engine_table(calibration, path):
     return table
 
 
+def extras_table(calibration, path):
+    """tb-beff's non-contiguous extras, {"send": [...], "recv": [...]}; an error without them."""
+    host = calibration.get("host") if isinstance(calibration.get("host"), dict) else {}
+    table = {}
+    for side in ("send", "recv"):
+        key = f"noncontiguous_{side}_extra_seconds"
+        rows = host.get(key)
+        if not rows:
+            raise CalibrationError(f"{path}: no host.{key} (tb-beff --fit-out at 2 ranks writes it) for --noncontiguous-extras")
+        try:
+            rows = [{"block_bytes": float(row["block_bytes"]),
+                     "seconds_by_bytes": [[float(size), float(seconds)] for size, seconds in row["seconds_by_bytes"]]}
+                    for row in rows]
+        except (KeyError, TypeError, ValueError):
+            raise CalibrationError(f"{path}: host.{key} must be [{{block_bytes, seconds_by_bytes: [[bytes, s], ...]}}, ...]") from None
+        blocks = [row["block_bytes"] for row in rows]
+        for row in rows:
+            sizes = [size for size, _ in row["seconds_by_bytes"]]
+            if not sizes or sizes != sorted(set(sizes)) or sizes[0] <= 0 or \
+                    any(not (math.isfinite(s) and s >= 0) for _, s in row["seconds_by_bytes"]):
+                raise CalibrationError(f"{path}: host.{key}, block {row['block_bytes']:g} B: sizes must be > 0 and "
+                                       f"ascending, seconds finite and >= 0")
+        if blocks != sorted(set(blocks)) or blocks[0] <= 0:
+            raise CalibrationError(f"{path}: host.{key}: block sizes must be > 0 and ascending")
+        table[side] = rows
+    return table
+
+
 def factor_text(factors):
     return ";".join(f"{threshold}:{value:.6g}" for threshold, value in factors)
 
@@ -110,14 +143,22 @@ def engine_property(table):
     <prop id="tb_datatype_engine_bandwidth_by_bytes" value={quoteattr(value)}/>"""
 
 
+def extras_property(table):
+    value = json.dumps(table, separators=(",", ":"))
+    return f"""
+    <prop id="tb_noncontiguous_extra_seconds" value={quoteattr(value)}/>"""
+
+
 def comment_text(text):
     """Text that may stand inside an XML comment, which must not hold '--'."""
     return str(text).replace("--", "- -")
 
 
-def platform(calibration, path, cores, command, datatype_engine=False):
+def platform(calibration, path, cores, command, datatype_engine=False, noncontiguous_extras=False):
     latency, bandwidth, lat_factor, bw_factor = fit(message_curve(calibration, path))
     engine = engine_property(engine_table(calibration, path)) if datatype_engine else ""
+    if noncontiguous_extras:
+        engine = extras_property(extras_table(calibration, path))
     measured = calibration.get("calibration", {})
     library = comment_text(measured.get("mpi_library", "the MPI library tb-beff ran on"))
     when = comment_text(measured.get("timestamp_utc", "an unrecorded time"))
@@ -130,10 +171,11 @@ def platform(calibration, path, cores, command, datatype_engine=False):
      ranks of one host, measured by tb-beff at {when} (the command is the property
      tb_messages_measured_by below). Loopback latency: the smallest message's time; bandwidth:
      the highest any measured size reached; smpi/lat-factor and smpi/bw-factor per size make
-     each measured size take its measured time (docs/simulation.md). The property
-     tb_datatype_engine_bandwidth_by_bytes, where present (host_platform.py was asked for it),
-     is the library's MPI_Pack rate per message size from the same calibration: the smpi build
-     charges it for each non-contiguous side that native and pairwise hand to MPI.
+     each measured size take its measured time (docs/simulation.md). Where present (host_platform.py
+     was asked for it), the property tb_noncontiguous_extra_seconds holds the same calibration's
+     extra time of a non-contiguous message side per block size, or tb_datatype_engine_bandwidth_by_bytes
+     its MPI_Pack rate per message size: the smpi build charges it for each non-contiguous side
+     that native and pairwise hand to MPI.
      speed 1 Gf with tb-smpirun's smpi/host-speed of 1 Gf: a compute burst that SMPI times here
      takes the same simulated time (when smpi/simulate-computation is on). -->
 <platform version="4.1">
@@ -156,9 +198,13 @@ def main(argv):
     parser.add_argument("--cores", type=int, default=2, help="cores of the node (default 2)")
     parser.add_argument("--measured-by", default="mpiexec.mpich -n 2 build/mpich/bin/tb-beff --fit-out host.json",
                         help="the command that wrote the calibration, recorded in the platform")
-    parser.add_argument("--datatype-engine", action="store_true",
-                        help="add the library's datatype engine (MPI_Pack's rate), which the smpi build then charges "
-                             "for native's and pairwise's non-contiguous sides")
+    price = parser.add_mutually_exclusive_group()
+    price.add_argument("--noncontiguous-extras", action="store_true",
+                       help="add tb-beff's measured extra time of a non-contiguous message side per block size, which "
+                            "the smpi build then charges for native's and pairwise's non-contiguous sides")
+    price.add_argument("--datatype-engine", action="store_true",
+                       help="add the library's datatype engine (one MPI_Pack pass at its measured rate) instead, an "
+                            "experiment (docs/results/2026-12-04-smpi-datatype-engine.md)")
     args = parser.parse_args(argv)
     if args.cores < 1:
         parser.error(f"--cores must be at least 1, not {args.cores}")
@@ -166,16 +212,18 @@ def main(argv):
         with open(args.calibration) as f:
             calibration = json.load(f)
         text = platform(calibration, args.calibration, args.cores, args.measured_by,
-                        datatype_engine=args.datatype_engine)
+                        datatype_engine=args.datatype_engine, noncontiguous_extras=args.noncontiguous_extras)
     except (OSError, json.JSONDecodeError, CalibrationError) as e:
         print(f"host_platform.py: {e}", file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
         f.write(text)
-    if args.datatype_engine:
+    if args.noncontiguous_extras:
+        print(f"host_platform.py: wrote {args.out}, with the measured non-contiguous extras")
+    elif args.datatype_engine:
         print(f"host_platform.py: wrote {args.out}, with the library's datatype engine")
     else:
-        print(f"host_platform.py: wrote {args.out}; the library's datatype engine left out (see --datatype-engine): "
+        print(f"host_platform.py: wrote {args.out}; the library's datatype work left out (see --noncontiguous-extras): "
               f"SMPI charges nothing for it")
     return 0
 

@@ -98,6 +98,41 @@ class HostPlatform(unittest.TestCase):
             with self.assertRaisesRegex(host_platform.CalibrationError, message):
                 host_platform.platform(bad, "c.json", 2, "cmd", datatype_engine=True)
 
+    def test_the_noncontiguous_extras_are_a_zone_property_when_asked_for(self):
+        extras = calibration()
+        send = [{"block_bytes": 64, "seconds_by_bytes": [[4096, 2e-6], [65536, 4.4e-5]]},
+                {"block_bytes": 1024, "seconds_by_bytes": [[4096, 0], [65536, 1e-6]]}]
+        recv = [{"block_bytes": 64, "seconds_by_bytes": [[4096, 1e-6]]}]
+        extras["host"].update(noncontiguous_send_extra_seconds=send, noncontiguous_recv_extra_seconds=recv)
+        text = host_platform.platform(extras, "c", 2, "cmd", noncontiguous_extras=True)
+        value = text.split('<prop id="tb_noncontiguous_extra_seconds" value=\'')[1].split("'/>")[0]
+        self.assertEqual(json.loads(value), {
+            "send": [{"block_bytes": 64.0, "seconds_by_bytes": [[4096.0, 2e-6], [65536.0, 4.4e-5]]},
+                     {"block_bytes": 1024.0, "seconds_by_bytes": [[4096.0, 0.0], [65536.0, 1e-6]]}],
+            "recv": [{"block_bytes": 64.0, "seconds_by_bytes": [[4096.0, 1e-6]]}]})
+        self.assertNotIn(ENGINE_PROP, text)
+        self.assertNotIn("tb_noncontiguous_extra_seconds\"", host_platform.platform(extras, "c", 2, "cmd"))
+        with tempfile.TemporaryDirectory() as d:
+            path, out = written(d, "c.json", extras), os.path.join(d, "p.xml")
+            self.assertEqual(host_platform.main([path, "--out", out, "--noncontiguous-extras"]), 0)
+            self.assertEqual(platform_network.network(out)["cluster"]["nodes"], 1)
+            with self.assertRaises(SystemExit):  # one price per platform
+                host_platform.main([path, "--out", out, "--noncontiguous-extras", "--datatype-engine"])
+
+    def test_bad_noncontiguous_extras_are_refused_by_name(self):
+        good = [{"block_bytes": 64, "seconds_by_bytes": [[4096, 1e-6]]}]
+        for send, message in [(None, "no host.noncontiguous_send_extra_seconds"),
+                              ([{"block_bytes": 64}], "must be \\[\\{block_bytes"),
+                              ([{"block_bytes": 64, "seconds_by_bytes": [[4096, -1e-6]]}], "seconds finite and >= 0"),
+                              ([{"block_bytes": 64, "seconds_by_bytes": [[8192, 1e-6], [4096, 1e-6]]}], "ascending"),
+                              (good + good, "block sizes must be > 0 and ascending")]:
+            bad = calibration()
+            bad["host"]["noncontiguous_recv_extra_seconds"] = good
+            if send is not None:
+                bad["host"]["noncontiguous_send_extra_seconds"] = send
+            with self.assertRaisesRegex(host_platform.CalibrationError, message):
+                host_platform.platform(bad, "c.json", 2, "cmd", noncontiguous_extras=True)
+
     def test_a_path_with_two_dashes_keeps_the_comment_valid(self):
         with tempfile.TemporaryDirectory() as d:
             path, out = written(d, "run--1.json", calibration()), os.path.join(d, "p.xml")

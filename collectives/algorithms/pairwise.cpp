@@ -69,10 +69,10 @@ void exchange_in_place(const AlltoallwArgs& a, int size, int rank, MPI_Comm comm
     const std::int64_t bytes = bytes_of(a.recvcounts[peer], a.recvtypes[peer]);
     if (peer == rank || bytes == 0) continue;
     MPI_Status status;
-    charge_datatype_engine(a.recvcounts[peer], a.recvtypes[peer]);  // under SMPI: the library's packing
+    charge_datatype_engine(MessageSide::send, a.recvcounts[peer], a.recvtypes[peer]);  // SMPI: the library packs
     const int code = PMPI_Sendrecv_replace(at(a.recvbuf, a.rdispls[peer]), a.recvcounts[peer], a.recvtypes[peer],
                                            peer, tag, peer, tag, comm, &status);
-    charge_datatype_engine(a.recvcounts[peer], a.recvtypes[peer]);  // and its unpacking
+    charge_datatype_engine(MessageSide::receive, a.recvcounts[peer], a.recvtypes[peer]);  // and its unpacking
     check_receive(code, status, peer, rank, bytes, error);
   }
 }
@@ -165,11 +165,11 @@ void PreparedPairwise::start() {
   const AlltoallwArgs& a = args_;
   if (in_place_) {
     for (const int peer : in_place_peers_) {
-      charge_datatype_engine(a.recvcounts[peer], a.recvtypes[peer]);  // under SMPI: the library's packing
+      charge_datatype_engine(MessageSide::send, a.recvcounts[peer], a.recvtypes[peer]);  // SMPI: the library packs
       keep(PMPI_Sendrecv_replace(at(a.recvbuf, a.rdispls[peer]), a.recvcounts[peer], a.recvtypes[peer], peer, tag_,
                                  peer, tag_, traffic_, MPI_STATUS_IGNORE),
            "MPI_Sendrecv_replace");
-      charge_datatype_engine(a.recvcounts[peer], a.recvtypes[peer]);  // and its unpacking
+      charge_datatype_engine(MessageSide::receive, a.recvcounts[peer], a.recvtypes[peer]);  // and its unpacking
     }
   } else {
     copy_self();
@@ -178,10 +178,10 @@ void PreparedPairwise::start() {
       if (n == 0) continue;
       MPI_Request* step = requests_.data() + step_begin_[s];
       const auto [dst, src] = step_peers_[s];
-      charge_datatype_engine(a.sendcounts[dst], a.sendtypes[dst]);  // under SMPI: the library's packing
+      charge_datatype_engine(MessageSide::send, a.sendcounts[dst], a.sendtypes[dst]);  // SMPI: the library packs
       keep(PMPI_Startall(n, step), "MPI_Startall");
       keep(PMPI_Waitall(n, step, MPI_STATUSES_IGNORE), "MPI_Waitall");
-      charge_datatype_engine(a.recvcounts[src], a.recvtypes[src]);  // and its unpacking
+      charge_datatype_engine(MessageSide::receive, a.recvcounts[src], a.recvtypes[src]);  // and its unpacking
     }
   }
   if (!error.empty()) error.raise();
@@ -227,13 +227,13 @@ void PairwiseAlltoallw::exchange(const AlltoallwArgs& a, const AlltoallwComm& c)
     const std::int64_t expected = bytes_of(a.recvcounts[src], a.recvtypes[src]);
     const bool recvs = expected > 0;
     MPI_Status status;
-    if (sends) charge_datatype_engine(a.sendcounts[dst], a.sendtypes[dst]);  // under SMPI: the library's packing
+    if (sends) charge_datatype_engine(MessageSide::send, a.sendcounts[dst], a.sendtypes[dst]);  // SMPI: packing
     const int code = PMPI_Sendrecv(at(a.sendbuf, a.sdispls[dst]), sends ? a.sendcounts[dst] : 0,
                                    sends ? a.sendtypes[dst] : MPI_BYTE, sends ? dst : MPI_PROC_NULL, tag,
                                    at(a.recvbuf, a.rdispls[src]), recvs ? a.recvcounts[src] : 0,
                                    recvs ? a.recvtypes[src] : MPI_BYTE, recvs ? src : MPI_PROC_NULL, tag, comm,
                                    &status);
-    if (recvs) charge_datatype_engine(a.recvcounts[src], a.recvtypes[src]);  // and its unpacking
+    if (recvs) charge_datatype_engine(MessageSide::receive, a.recvcounts[src], a.recvtypes[src]);  // and its unpacking
     if (recvs || code != MPI_SUCCESS) check_receive(code, status, src, rank, expected, error);
   }
   if (!error.empty()) error.raise();
