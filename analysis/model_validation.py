@@ -740,6 +740,7 @@ def host_median(hosts):
     stamps = [c.pop("timestamp_utc", None) for c in calibrations]
     states = [c.pop("cross_core_handoff", None) for c in calibrations]  # each launch's own
     ends = [c.pop("cross_core_handoff_after", None) for c in calibrations]
+    vectors = [(c.pop("vector_path", None), c.pop("vector_path_after", None)) for c in calibrations]
     for path, c in zip(hosts, calibrations):
         if c != calibrations[0]:  # another commit, library or rank count
             raise ValueError(f"{path}: its calibration block {c} differs from {hosts[0]}'s {calibrations[0]}")
@@ -749,6 +750,9 @@ def host_median(hosts):
     calibration["cross_core_handoffs"] = states
     if any(e is not None for e in ends):
         calibration["cross_core_handoffs_after"] = ends
+    if any(v != (None, None) for v in vectors):  # the vector path's state around each launch's extras
+        calibration["vector_paths"] = [before for before, _ in vectors]
+        calibration["vector_paths_after"] = [after for _, after in vectors]
     calibration["median_of"] = len(hosts)
     merged["calibration"] = calibration
     if isinstance(merged.get("comment"), str):

@@ -8,24 +8,46 @@
 #include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace tb {
 
-NodePairs::NodePairs(MPI_Comm comm, std::int64_t largest, bool first_pair_only) : comm_(comm), largest_(largest) {
-  if (largest < 1) throw std::invalid_argument("NodePairs: a slot needs at least one byte");
-  MPI_Comm node = MPI_COMM_NULL;
+namespace {
+
+// The ranks of each node of comm in pairs, node ranks 0-1, 2-3, ... (with `first_pair_only`, only
+// 0-1): this rank's pair communicator (MPI_COMM_NULL: no partner) and whether any rank of comm
+// has one. Collective over comm.
+std::pair<MPI_Comm, bool> split_node_pairs(MPI_Comm comm, bool first_pair_only) {
+  MPI_Comm node = MPI_COMM_NULL, pair = MPI_COMM_NULL;
   int local = 0, on_node = 1;
   TB_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   TB_MPI_CHECK(MPI_Comm_rank(node, &local));
   TB_MPI_CHECK(MPI_Comm_size(node, &on_node));
   const bool paired = (local ^ 1) < on_node && (!first_pair_only || local < 2);
-  const int split = MPI_Comm_split(node, paired ? local / 2 : MPI_UNDEFINED, local, &pair_);
+  const int split = MPI_Comm_split(node, paired ? local / 2 : MPI_UNDEFINED, local, &pair);
   MPI_Comm_free(&node);
   TB_MPI_CHECK(split);
-  int mine = paired ? 1 : 0;
-  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MAX, comm));
-  any_ = mine != 0;
+  int any = paired ? 1 : 0;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, comm));
+  return {pair, any != 0};
+}
+
+// Whether a destructor may free its MPI objects: not after MPI_Finalize, and not while an
+// exception unwinds (a partner may wait in another collective: the tool aborts instead).
+bool may_free_mpi_objects() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return !finalized && std::uncaught_exceptions() == 0;
+}
+
+}  // namespace
+
+NodePairs::NodePairs(MPI_Comm comm, std::int64_t largest, bool first_pair_only) : comm_(comm), largest_(largest) {
+  if (largest < 1) throw std::invalid_argument("NodePairs: a slot needs at least one byte");
+  std::tie(pair_, any_) = split_node_pairs(comm, first_pair_only);
   if (pair_ == MPI_COMM_NULL) return;
+  int mine = 0;
   TB_MPI_CHECK(MPI_Comm_rank(pair_, &mine));
   TB_MPI_CHECK(MPI_Win_allocate_shared(static_cast<MPI_Aint>(largest), 1, MPI_INFO_NULL, pair_, &slot_, &window_));
   TB_MPI_CHECK(MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN));  // failures reach TB_MPI_CHECK
@@ -40,9 +62,7 @@ NodePairs::NodePairs(MPI_Comm comm, std::int64_t largest, bool first_pair_only) 
 }
 
 NodePairs::~NodePairs() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized || std::uncaught_exceptions() > 0) return;  // see the class comment
+  if (!may_free_mpi_objects()) return;  // see the class comment
   if (window_ != MPI_WIN_NULL) MPI_Win_free(&window_);
   if (pair_ != MPI_COMM_NULL) MPI_Comm_free(&pair_);
 }
@@ -145,6 +165,81 @@ std::string cross_core_handoff_text(const nlohmann::json& metadata) {
   std::snprintf(text, sizeof text, "cross-core handoff of %.0f MiB: %.0f us, %.0f us within a core (%.1fx)%s",
                 h.at("bytes").get<double>() / (1 << 20), h.at("handoff_us").get<double>(),
                 h.at("private_us").get<double>(), ratio, ratio > kSlowHandoffRatio ? " SLOW STATE" : "");
+  return text;
+}
+
+namespace {
+
+constexpr std::int64_t kVectorBytes = 65536, kVectorBlock = 1024;
+constexpr int kVectorLoops = 16;  // exchanges back to back per timing
+
+}  // namespace
+
+VectorPathProbe::VectorPathProbe(MPI_Comm comm) : comm_(comm) {
+#if !defined(TB_SMPI)  // under SMPI the simulator moves the bytes, not the host's library
+  std::tie(pair_, any_) = split_node_pairs(comm, /*first_pair_only=*/true);
+  if (pair_ == MPI_COMM_NULL) return;
+  int mine = 0;
+  TB_MPI_CHECK(MPI_Comm_rank(pair_, &mine));
+  partner_ = 1 - mine;
+  send_.assign(kVectorBytes, 1);
+  strided_.resize(2 * kVectorBytes);
+  for (std::size_t i = 0; i < strided_.size(); ++i) strided_[i] = (i / kVectorBlock) % 2 ? 0 : 1;  // blocks sent: 1
+  received_.assign(kVectorBytes, 0);
+  TB_MPI_CHECK(MPI_Type_vector(kVectorBytes / kVectorBlock, kVectorBlock, 2 * kVectorBlock, MPI_BYTE, &vector_));
+  TB_MPI_CHECK(MPI_Type_commit(&vector_));
+#endif
+}
+
+VectorPathProbe::~VectorPathProbe() {
+  if (!may_free_mpi_objects()) return;  // as NodePairs
+  if (vector_ != MPI_DATATYPE_NULL) MPI_Type_free(&vector_);
+  if (pair_ != MPI_COMM_NULL) MPI_Comm_free(&pair_);
+}
+
+double VectorPathProbe::exchange(bool vector) {
+  TB_MPI_CHECK(MPI_Barrier(comm_));
+  double seconds = MPI_Wtime();
+  if (pair_ != MPI_COMM_NULL)
+    for (int k = 0; k < kVectorLoops; ++k)
+      TB_MPI_CHECK(MPI_Sendrecv(vector ? strided_.data() : send_.data(), vector ? 1 : static_cast<int>(kVectorBytes),
+                                vector ? vector_ : MPI_BYTE, partner_, 0, received_.data(),
+                                static_cast<int>(kVectorBytes), MPI_BYTE, partner_, 0, pair_, MPI_STATUS_IGNORE));
+  seconds = (MPI_Wtime() - seconds) / kVectorLoops;
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm_));
+  return seconds;
+}
+
+nlohmann::json VectorPathProbe::measure() {
+  if (!any_) return nullptr;
+  Timing contiguous{.inner = 1, .seconds_per_op = {}}, vector{.inner = 1, .seconds_per_op = {}};
+  long long wrong = 0;
+  for (int rep = 0; rep < kRepetitions; ++rep) {
+    contiguous.seconds_per_op.push_back(exchange(false));
+    std::fill(received_.begin(), received_.end(), 0);
+    vector.seconds_per_op.push_back(exchange(true));
+    wrong += std::count(received_.begin(), received_.end(), 0);  // every byte sent is 1
+  }
+  TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, comm_));
+  if (wrong != 0) throw std::logic_error("vector_path: a vector message did not deliver its bytes");
+  return {{"bytes", kVectorBytes},
+          {"block_bytes", kVectorBlock},
+          {"contiguous_us", contiguous.median() * 1e6},
+          {"vector_us", vector.median() * 1e6},
+          {"ratio", vector.median() / contiguous.median()}};
+}
+
+nlohmann::json vector_path(MPI_Comm comm) { return VectorPathProbe(comm).measure(); }
+
+std::string vector_path_text(const nlohmann::json& metadata) {
+  const auto found = metadata.find("vector_path");
+  if (found == metadata.end() || found->is_null()) return {};
+  const nlohmann::json& v = *found;
+  const double ratio = v.at("ratio").get<double>();
+  char text[160];
+  std::snprintf(text, sizeof text, "vector message of %.0f KiB in %.0f B blocks: %.1f us, %.1f us contiguous (%.1fx)%s",
+                v.at("bytes").get<double>() / 1024, v.at("block_bytes").get<double>(), v.at("vector_us").get<double>(),
+                v.at("contiguous_us").get<double>(), ratio, ratio > kSlowVectorRatio ? " SLOW STATE" : "");
   return text;
 }
 

@@ -9,7 +9,8 @@
 // with one run outside it. The state cannot be chosen; it can be recorded, so that every result
 // says which state it was measured in: the whole launch (run_metadata) and each row (the state
 // before and after it was timed: tb-redistribute's rows, tb-bench's counters), since the state
-// can change within a launch.
+// can change within a launch. The same holds for the MPI library's path for non-contiguous
+// messages, which has states of its own (VectorPathProbe below).
 #pragma once
 
 #include <mpi.h>
@@ -91,11 +92,53 @@ nlohmann::json cross_core_handoff(MPI_Comm comm);
 // 1 and about 9 on the host above). analysis/model_validation.py's SLOW_HANDOFF_RATIO mirrors it.
 inline constexpr double kSlowHandoffRatio = 3.0;
 
-// A measure()'s ratio, or -1 where it is null (tb-bench's counters hold numbers only).
+// A measure()'s ratio (HandoffProbe's or VectorPathProbe's), or -1 where it is null (tb-bench's
+// counters hold numbers only).
 double handoff_ratio(const nlohmann::json& state);
 
 // One line for a tool's printout: "cross-core handoff of 1 MiB: 52 us, 50 us within a core
 // (1.0x)", with " SLOW STATE" above kSlowHandoffRatio; "" where the metadata has none.
 std::string cross_core_handoff_text(const nlohmann::json& metadata);
+
+// The state of the MPI library's path for a non-contiguous message, measured as often as a tool
+// asks. On the host above it has two states of its own, which do not follow the handoff state:
+// a 64 KiB message whose send side is a vector of 1 KiB blocks costs a few microseconds more than
+// the same bytes contiguous, or about 30-40 us more, switching within seconds to minutes, and
+// tb-beff's non-contiguous extras and native's and pairwise's times follow it
+// (docs/results/2026-12-06-smpi-noncontiguous-extras.md). Node ranks 0 and 1 of every node
+// exchange those 64 KiB with MPI_Sendrecv, contiguous and with the vector send side, interleaved,
+// 16 exchanges back to back per timing, the slowest rank's, median of 5 of each. measure()
+// returns {"bytes", "block_bytes", "contiguous_us", "vector_us", "ratio"} (ratio = vector_us /
+// contiguous_us), or null where no node has two ranks or under SMPI (the simulator moves the
+// bytes). Construction and measure() are collective over comm; destruction as NodePairs'.
+class VectorPathProbe {
+ public:
+  explicit VectorPathProbe(MPI_Comm comm);
+  ~VectorPathProbe();
+  VectorPathProbe(const VectorPathProbe&) = delete;
+  VectorPathProbe& operator=(const VectorPathProbe&) = delete;
+
+  nlohmann::json measure();
+
+ private:
+  double exchange(bool vector);  // seconds per exchange, the slowest rank's
+
+  MPI_Comm comm_ = MPI_COMM_NULL, pair_ = MPI_COMM_NULL;  // pair_: MPI_COMM_NULL without a partner
+  MPI_Datatype vector_ = MPI_DATATYPE_NULL;
+  std::vector<unsigned char> send_, strided_, received_;
+  int partner_ = MPI_PROC_NULL;
+  bool any_ = false;
+};
+
+// VectorPathProbe(comm).measure(): the state once, as run_metadata records it.
+nlohmann::json vector_path(MPI_Comm comm);
+
+// The ratio above which the vector path's state is called slow in printouts: about 1.1-2.6 in the
+// fast state and 5-7 in the slow one on the host above.
+inline constexpr double kSlowVectorRatio = 4.0;
+
+// One line for a tool's printout: "vector message of 64 KiB in 1024 B blocks: 45.0 us, 8.0 us
+// contiguous (5.6x) SLOW STATE"; "" where the metadata has none.
+std::string vector_path_text(const nlohmann::json& metadata);
 
 }  // namespace tb

@@ -127,6 +127,7 @@ nlohmann::json run_metadata(MPI_Comm comm) {
   j["hwloc"] = root_hwloc_summary(comm);
   j["environment"] = relevant_environment();
   j["cross_core_handoff"] = cross_core_handoff(comm);
+  j["vector_path"] = vector_path(comm);
 #if defined(TB_SMPI)
   // What the simulation charges that SMPI itself does not: the library's datatype engine.
   j["smpi_datatype_engine"] = simulated_datatype_engine_summary();

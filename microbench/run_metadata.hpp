@@ -17,8 +17,8 @@ std::string mpi_library_version();
 
 // Collective over comm. Keys: mpi_library, mpi_library_full, mpi_standard, ranks, nodes,
 // max_ranks_per_node, host, hwloc{cores, pus, numa_nodes, packages}, environment{...},
-// cross_core_handoff (microbench/machine_state.hpp: the state the run starts in, null where no
-// node has two ranks), git_commit, compiler, timestamp_utc; in the smpi build also smpi_datatype_engine (what the
+// cross_core_handoff and vector_path (microbench/machine_state.hpp: the states the run starts in,
+// null where no node has two ranks), git_commit, compiler, timestamp_utc; in the smpi build also smpi_datatype_engine (what the
 // simulation charges for the library's datatype engine, collectives/simulated_datatype_engine.hpp).
 nlohmann::json run_metadata(MPI_Comm comm);
 

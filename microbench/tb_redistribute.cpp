@@ -101,9 +101,10 @@ struct Result {
   bool verified = false;
   bool checked = true;  // false: verification off (SMPI shared arrays)
   tb::Timing timing;
-  // The cross-core handoff ratio (microbench/machine_state.hpp) before the method was verified
-  // and after it was timed; -1 where not measured.
+  // The cross-core handoff ratio and the vector path's ratio (microbench/machine_state.hpp)
+  // before the method was verified and after it was timed; -1 where not measured.
   double handoff_before = -1, handoff_after = -1;
+  double vector_before = -1, vector_after = -1;
 };
 
 // Checks what depends only on the command line, identically on every rank, so that bad input
@@ -230,6 +231,7 @@ void print_table(const Options& opt, const Problem& p, const nlohmann::json& met
               meta["hwloc"].value("cores", 0), meta["hwloc"].value("numa_nodes", 0),
               meta["git_commit"].get<std::string>().c_str());
   if (const std::string state = tb::cross_core_handoff_text(meta); !state.empty()) std::printf("  %s\n", state.c_str());
+  if (const std::string state = tb::vector_path_text(meta); !state.empty()) std::printf("  %s\n", state.c_str());
   std::printf("  local array: up to %.2f MiB per rank, %s buffers; timing: %d inner x %zu outer, MAX over ranks\n\n",
               static_cast<double>(max_bytes) / (1 << 20), buffers_name(opt).c_str(), opt.timing.inner,
               floor.seconds_per_op.size());
@@ -259,7 +261,8 @@ void print_table(const Options& opt, const Problem& p, const nlohmann::json& met
 
 // One row per timed thing (the two floors, then every method); JSON rows also carry every outer
 // repetition's time (samples_s), for distributions, and each method's cross-core handoff ratio
-// before it was verified and after it was timed (handoff_before, handoff_after), where measured.
+// and vector path ratio before it was verified and after it was timed (handoff_before,
+// handoff_after, vector_before, vector_after), where measured.
 nlohmann::json result_rows(const Options& opt, const Problem& p, long long max_bytes, const Floors& floors,
                            const std::vector<Result>& results, bool samples) {
   nlohmann::json rows = nlohmann::json::array();
@@ -281,6 +284,8 @@ nlohmann::json result_rows(const Options& opt, const Problem& p, long long max_b
     if (samples && r.handoff_before >= 0) {  // the JSON only: the CSV's columns are fixed
       added["handoff_before"] = r.handoff_before;
       added["handoff_after"] = r.handoff_after;
+      added["vector_before"] = r.vector_before;
+      added["vector_after"] = r.vector_after;
     }
   }
   return rows;
@@ -293,6 +298,7 @@ int run(const Options& opt) {
   Problem p(opt);
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   tb::HandoffProbe probe(MPI_COMM_WORLD);
+  tb::VectorPathProbe vector_probe(MPI_COMM_WORLD);
   long long local_bytes = static_cast<long long>(p.in.size()), max_bytes = 0;
   TB_MPI_CHECK(MPI_Allreduce(&local_bytes, &max_bytes, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
 
@@ -302,10 +308,12 @@ int run(const Options& opt) {
     for (const auto& calls : opt.calls) {
       const bool blocking = calls == "blocking";
       if (method == "local_remap" && !blocking) continue;  // no Alltoallw to prepare
-      const double before = tb::handoff_ratio(probe.measure());
+      const double before = tb::handoff_ratio(probe.measure()), vector_before = tb::handoff_ratio(vector_probe.measure());
       results.push_back(verify_and_time(opt, p, method, blocking ? tb::AlltoallwCalls::blocking : tb::AlltoallwCalls::persistent));
       results.back().handoff_before = before;
       results.back().handoff_after = tb::handoff_ratio(probe.measure());
+      results.back().vector_before = vector_before;
+      results.back().vector_after = tb::handoff_ratio(vector_probe.measure());
     }
 
   if (rank == 0) {

@@ -120,6 +120,45 @@ TEST(NodePairs, HandOverInPiecesUpToTheirSlotsAndRefuseUnevenPieces) {
   EXPECT_THROW(pairs.handoff(8192, 64), std::invalid_argument);  // more than the slot
 }
 
+void expect_a_vector_state(const nlohmann::json& state) {
+  ASSERT_TRUE(state.is_object()) << state.dump();
+  EXPECT_EQ(state.at("bytes").get<long long>(), 65536);
+  EXPECT_EQ(state.at("block_bytes").get<long long>(), 1024);
+  const double vector = state.at("vector_us").get<double>(), contiguous = state.at("contiguous_us").get<double>();
+  EXPECT_GT(vector, 0.0);
+  EXPECT_GT(contiguous, 0.0);
+  EXPECT_DOUBLE_EQ(state.at("ratio").get<double>(), vector / contiguous);
+  EXPECT_DOUBLE_EQ(handoff_ratio(state), vector / contiguous);
+}
+
+// The vector message's bytes are checked inside measure() (it throws when one did not arrive).
+TEST(VectorPathProbe, MeasuresAsOftenAsAskedWhereANodeHasTwoRanks) {
+  EXPECT_EQ(run_metadata(MPI_COMM_WORLD).at("vector_path").is_object(), a_node_has_two_ranks());
+  VectorPathProbe probe(MPI_COMM_WORLD);
+  for (int k = 0; k < 3; ++k) {
+    const nlohmann::json state = probe.measure();
+    if (a_node_has_two_ranks()) {
+      expect_a_vector_state(state);
+    } else {
+      EXPECT_TRUE(state.is_null()) << state.dump();
+      EXPECT_EQ(handoff_ratio(state), -1.0);
+    }
+  }
+}
+
+TEST(VectorPathProbe, TextNamesTheSlowStateAboveItsRatio) {
+  auto metadata = [](double vector_us) {
+    return nlohmann::json{{"vector_path",
+                           {{"bytes", 65536}, {"block_bytes", 1024}, {"contiguous_us", 8.0}, {"vector_us", vector_us},
+                            {"ratio", vector_us / 8.0}}}};
+  };
+  EXPECT_EQ(vector_path_text(metadata(12.0)), "vector message of 64 KiB in 1024 B blocks: 12.0 us, 8.0 us contiguous (1.5x)");
+  EXPECT_EQ(vector_path_text(metadata(45.0)),
+            "vector message of 64 KiB in 1024 B blocks: 45.0 us, 8.0 us contiguous (5.6x) SLOW STATE");
+  EXPECT_EQ(vector_path_text({{"vector_path", nullptr}}), "");
+  EXPECT_EQ(vector_path_text(nlohmann::json::object()), "");
+}
+
 TEST(CrossCoreHandoff, TextNamesTheSlowStateAboveItsRatio) {
   const nlohmann::json usual = {{"cross_core_handoff", {{"bytes", 1 << 20}, {"handoff_us", 52.0}, {"private_us", 50.0}, {"ratio", 1.04}}}};
   const nlohmann::json slow = {{"cross_core_handoff", {{"bytes", 1 << 20}, {"handoff_us", 480.0}, {"private_us", 50.0}, {"ratio", 9.6}}}};

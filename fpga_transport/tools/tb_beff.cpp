@@ -578,6 +578,11 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   if (const std::string state = tb::cross_core_handoff_text(meta); !state.empty()) std::printf("  at the start: %s\n", state.c_str());
   const nlohmann::json after = {{"cross_core_handoff", meta["cross_core_handoff_after"]}};
   if (const std::string state = tb::cross_core_handoff_text(after); !state.empty()) std::printf("  at the end: %s\n", state.c_str());
+  if (const std::string state = tb::vector_path_text(meta); !state.empty())
+    std::printf("  before the non-contiguous exchanges: %s\n", state.c_str());
+  const nlohmann::json vector_after = {{"vector_path", meta["vector_path_after"]}};
+  if (const std::string state = tb::vector_path_text(vector_after); !state.empty())
+    std::printf("  after them: %s\n", state.c_str());
   std::printf("  %10s %10s %14s %14s %16s\n", "bytes", "loops", "time s", "b(L) GB/s", "per rank GB/s");
   for (const auto& p : b.result.points)
     std::printf("  %10lld %10lld %14.6f %14.4f %16.4f\n", static_cast<long long>(p.bytes),
@@ -681,7 +686,9 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                       {"calibration", {{"ranks", size}, {"mpi_library", meta["mpi_library"]},
                                        {"timestamp_utc", meta["timestamp_utc"]}, {"git_commit", meta["git_commit"]},
                                        {"cross_core_handoff", meta["cross_core_handoff"]},
-                                       {"cross_core_handoff_after", meta["cross_core_handoff_after"]}}}}
+                                       {"cross_core_handoff_after", meta["cross_core_handoff_after"]},
+                                       {"vector_path", meta["vector_path"]},
+                                       {"vector_path_after", meta["vector_path_after"]}}}}
            .dump(2)
     << "\n";
   if (!f) throw std::runtime_error("cannot write " + path);
@@ -695,7 +702,9 @@ int run(const Options& opt) {
   Exchanges x = measure_exchanges(opt, rank, size);
   Beff b = evaluate(opt, size, x);
   b.host.self_measured = measure_self_messages(opt, rank, x.wrong);
+  meta["vector_path"] = tb::vector_path(MPI_COMM_WORLD);  // the library's vector path around its extras
   const Noncontiguous noncontiguous = measure_noncontiguous_pairs(opt, rank, size, x.wrong);
+  meta["vector_path_after"] = tb::vector_path(MPI_COMM_WORLD);
   b.host.send_extra = noncontiguous.send;
   b.host.recv_extra = noncontiguous.recv;
   const Noncontiguous self = measure_noncontiguous(opt, rank, "self", x.wrong);
