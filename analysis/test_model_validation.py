@@ -627,6 +627,20 @@ class HostMedian(unittest.TestCase):
             merged = model_validation.host_median(files)
         self.assertEqual([s["ratio"] for s in merged["calibration"]["cross_core_handoffs_after"]], [1.0, 8.8])
 
+    def test_each_calibrations_vector_path_states_are_kept_not_merged(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", 1, f"t{k}") for k in range(3)]
+            for path, (before, after) in zip(files[:2], ((1.5, 5.6), (6.1, 1.2))):
+                with open(path) as f:
+                    doc = json.load(f)
+                doc["calibration"].update(vector_path={"ratio": before}, vector_path_after={"ratio": after})
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+            merged = model_validation.host_median(files)  # states differ: no "calibration block differs"
+            self.assertEqual([s and s["ratio"] for s in merged["calibration"]["vector_paths"]], [1.5, 6.1, None])
+            self.assertEqual([s and s["ratio"] for s in merged["calibration"]["vector_paths_after"]], [5.6, 1.2, None])
+            self.assertNotIn("vector_paths", model_validation.host_median(files[2:])["calibration"])  # none recorded
+
     def test_a_calibration_is_slow_when_it_started_or_ended_slow(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = calibration(tmp, "h.json", 1, "t")
