@@ -14,12 +14,21 @@ drifts; the measured median is printed beside it). Prints one row per pair and a
 method over the pairs from 64 KiB to 16 MiB per peer; with --out, also comparison.md,
 comparison.csv and comparison.png there. A point stored twice on either side is an error
 naming it (which one to compare is the user's choice: keep one store per comparison).
+
+Each measured row's launch recorded the state of MPICH's vector path it started in (metadata
+vector_path, microbench/machine_state.hpp), and a platform written by host_platform.py from a
+calibration that recorded it carries the calibration's state before and after its non-contiguous
+exchanges (property tb_calibration_vector_path). The table shows the measured state; where the
+calibration stayed in one state, a second summary covers only the points measured in that state,
+since the extras it charges differ several times between the states
+(docs/results/2026-12-06-smpi-noncontiguous-extras.md).
 """
 import argparse
 import csv
 import math
 import os
 import sys
+import xml.etree.ElementTree as ElementTree
 
 from model_vs_smpi import algorithm_of
 from store import read_rows
@@ -28,6 +37,7 @@ ELEMENT_BYTES = {"float": 4, "double": 8, "complex<float>": 8, "complex<double>"
 GOAL = 0.25                        # issue: SMPI on this host within 25 % of the measured times
 GOAL_BYTES = (64 << 10, 16 << 20)  # ... at 64 KiB - 16 MiB per peer
 FLOORS = ("memcpy_floor", "streaming_copy")
+SLOW_VECTOR_RATIO = 4.0            # mirrors kSlowVectorRatio in microbench/machine_state.hpp
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -76,8 +86,57 @@ def pairs(rows, platform, mpi="mpich", compute="on"):
                     "algorithm": key[6], "bytes_per_peer": bytes_per_peer(m), "mpi": m.get("mpi", ""),
                     "smpi_compute": s.get("smpi_compute", ""), "measured_s": m["fastest_s"],
                     "measured_median_s": m["median_s"], "smpi_s": s["fastest_s"],
-                    "error": (s["fastest_s"] - m["fastest_s"]) / m["fastest_s"]})
+                    "error": (s["fastest_s"] - m["fastest_s"]) / m["fastest_s"],
+                    "measured_vector_ratio": vector_ratio(m)})
     return out
+
+
+def vector_ratio(row):
+    """The vector path's ratio the row's launch started in, or None where it was not recorded."""
+    state = (row.get("metadata") or {}).get("vector_path")
+    return state.get("ratio") if isinstance(state, dict) else None
+
+
+def is_slow(ratio):
+    return ratio > SLOW_VECTOR_RATIO
+
+
+def state_text(ratio):
+    return "-" if ratio is None else f"{ratio:.1f}x" + (" SLOW" if is_slow(ratio) else "")
+
+
+def calibration_vector_path(platform_path):
+    """The platform's calibration's vector path ratios (before, after its non-contiguous
+    exchanges), or None where the platform does not carry them."""
+    try:
+        root = ElementTree.parse(platform_path).getroot()
+    except (OSError, ElementTree.ParseError):
+        return None
+    for prop in root.iter("prop"):
+        if prop.get("id") == "tb_calibration_vector_path":
+            try:
+                before, after = (float(x) for x in prop.get("value", "").split(","))
+            except ValueError:
+                raise StoreError(f"{platform_path}: property tb_calibration_vector_path is "
+                                 f"{prop.get('value')!r}, not BEFORE,AFTER ratios") from None
+            return before, after
+    return None
+
+
+def calibration_state_lines(rows, states):
+    """What the calibration's vector path says of the comparison (see the module's text)."""
+    if states is None:
+        return []
+    before, after = states
+    if is_slow(before) != is_slow(after):
+        return ["", f"The calibration's vector path changed state during its non-contiguous exchanges "
+                    f"({state_text(before)} -> {state_text(after)}): no points are paired by it."]
+    name = "slow" if is_slow(before) else "fast"
+    alike = [r for r in rows
+             if r["measured_vector_ratio"] is not None and is_slow(r["measured_vector_ratio"]) == is_slow(before)]
+    head = (f"The calibration's vector path: {state_text(before)} before and {state_text(after)} after its non-contiguous "
+            f"exchanges ({name}); the points whose measured launch started in the {name} state too:")
+    return ["", head, ""] + (summary(alike) if alike else ["(none)"])
 
 
 def in_goal_range(p):
@@ -85,12 +144,13 @@ def in_goal_range(p):
 
 
 def table(rows):
-    lines = ["| ranks | shape | axes | bytes/peer | algorithm | measured ms (median) | SMPI ms | error |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| ranks | shape | axes | bytes/peer | algorithm | measured ms (median) | SMPI ms | error | "
+             "measured vector path |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["algorithm"], r["bytes_per_peer"])):
         lines.append(f"| {r['ranks']} | {r['shape']} | {r['redistribution']} | {r['bytes_per_peer']} | {r['algorithm']} | "
                      f"{r['measured_s'] * 1e3:.4f} ({r['measured_median_s'] * 1e3:.4f}) | {r['smpi_s'] * 1e3:.4f} | "
-                     f"{r['error'] * 100:+.1f} % |")
+                     f"{r['error'] * 100:+.1f} % | {state_text(r.get('measured_vector_ratio'))} |")
     return lines
 
 
@@ -140,6 +200,7 @@ def main(argv):
     platform = platform_as_stored(args.platform)
     try:
         rows = pairs(read_rows(args.store), platform, args.mpi, args.compute)
+        states = calibration_vector_path(args.platform)
     except StoreError as e:
         print(f"smpi_vs_measured.py: error: {args.store}: {e}", file=sys.stderr)
         return 2
@@ -150,7 +211,7 @@ def main(argv):
         print(f"smpi_vs_measured.py: error: {args.store} has no tb-redistribute point both measured (--mode intra, "
               f"--mpi {args.mpi}) and simulated on {platform} with --compute {args.compute}", file=sys.stderr)
         return 2
-    text = table(rows) + [""] + summary(rows)
+    text = table(rows) + [""] + summary(rows) + calibration_state_lines(rows, states)
     print("\n".join(text))
     if args.out:
         os.makedirs(args.out, exist_ok=True)

@@ -70,6 +70,39 @@ class Pairs(unittest.TestCase):
             with open(os.path.join(out, "comparison.csv")) as f:
                 self.assertIn("native", f.read())
 
+    def test_points_are_paired_by_the_calibrations_vector_path_state(self):
+        def launch(ratio):
+            return {"metadata": {"vector_path": {"ratio": ratio}}}
+        with tempfile.TemporaryDirectory() as out:
+            platform = os.path.join(out, "p.xml")
+            rows = [row("intra", "alltoallw:native", 2e-3, shape="64x64x64", **launch(5.5)),
+                    row("smpi", "alltoallw:native", 1e-3, shape="64x64x64", platform=platform),   # -50 %, slow
+                    row("intra", "alltoallw:native", 2e-3, shape="128x128x64", **launch(1.5)),
+                    row("smpi", "alltoallw:native", 2.2e-3, shape="128x128x64", platform=platform)]  # +10 %, fast
+            path = self.store(rows)
+            for value, expected in (("2.0,1.8", ["fast", "| native | 1 | 1 | +10.0 % (4194304 B/peer) | +10.0 % |"]),
+                                    ("6.0,5.0", ["slow", "| native | 1 | 0 | -50.0 % (1048576 B/peer) | -50.0 % |"]),
+                                    ("2.0,6.0", ["changed state during its non-contiguous exchanges (2.0x -> 6.0x SLOW)"]),
+                                    (None, [])):
+                with open(platform, "w") as f:
+                    prop = f'<prop id="tb_calibration_vector_path" value="{value}"/>' if value else ""
+                    f.write(f"<platform version='4.1'><zone id='z'>{prop}</zone></platform>")
+                printed = io.StringIO()
+                with contextlib.redirect_stdout(printed):
+                    self.assertEqual(smpi_vs_measured.main([path, "--platform", platform]), 0)
+                text = printed.getvalue()
+                self.assertIn("| 5.5x SLOW |", text)  # the measured launch's state per point
+                self.assertIn("| 1.5x |", text)
+                for line in expected:
+                    self.assertIn(line, text)
+                self.assertEqual("The calibration's vector path" in text, value is not None, value)
+            with open(platform, "w") as f:
+                f.write("<platform><zone><prop id='tb_calibration_vector_path' value='fast'/></zone></platform>")
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(smpi_vs_measured.main([path, "--platform", platform]), 2)
+            self.assertIn("property tb_calibration_vector_path is 'fast', not BEFORE,AFTER ratios", err.getvalue())
+
     def test_a_store_without_pairs_is_an_error_that_says_so(self):
         path = self.store([row("intra", "alltoallw:native", 2e-3)])
         err = io.StringIO()

@@ -149,6 +149,19 @@ def extras_property(table):
     <prop id="tb_noncontiguous_extra_seconds" value={quoteattr(value)}/>"""
 
 
+def vector_path_property(calibration):
+    """The calibration's vector path state around its non-contiguous exchanges (tb-beff's
+    calibration.vector_path and vector_path_after) as a zone property for
+    analysis/smpi_vs_measured.py; "" where the calibration did not record both."""
+    measured = calibration.get("calibration") if isinstance(calibration.get("calibration"), dict) else {}
+    states = [measured.get(key) for key in ("vector_path", "vector_path_after")]
+    if not all(isinstance(state, dict) and isinstance(state.get("ratio"), (int, float)) for state in states):
+        return ""
+    value = ",".join(f"{state['ratio']:.4g}" for state in states)
+    return f"""
+    <prop id="tb_calibration_vector_path" value={quoteattr(value)}/>"""
+
+
 def comment_text(text):
     """Text that may stand inside an XML comment, which must not hold '--'."""
     return str(text).replace("--", "- -")
@@ -159,6 +172,7 @@ def platform(calibration, path, cores, command, datatype_engine=False, noncontig
     engine = engine_property(engine_table(calibration, path)) if datatype_engine else ""
     if noncontiguous_extras:
         engine = extras_property(extras_table(calibration, path))
+    engine += vector_path_property(calibration)
     measured = calibration.get("calibration", {})
     library = comment_text(measured.get("mpi_library", "the MPI library tb-beff ran on"))
     when = comment_text(measured.get("timestamp_utc", "an unrecorded time"))
@@ -175,7 +189,9 @@ def platform(calibration, path, cores, command, datatype_engine=False, noncontig
      was asked for it), the property tb_noncontiguous_extra_seconds holds the same calibration's
      extra time of a non-contiguous message side per block size, or tb_datatype_engine_bandwidth_by_bytes
      its MPI_Pack rate per message size: the smpi build charges it for each non-contiguous side
-     that native and pairwise hand to MPI.
+     that native and pairwise hand to MPI. tb_calibration_vector_path, where present, is the
+     calibration's state of the library's vector path (vector message over contiguous, before and
+     after its non-contiguous exchanges), which analysis/smpi_vs_measured.py pairs rows by.
      speed 1 Gf with tb-smpirun's smpi/host-speed of 1 Gf: a compute burst that SMPI times here
      takes the same simulated time (when smpi/simulate-computation is on). -->
 <platform version="4.1">

@@ -119,6 +119,15 @@ class HostPlatform(unittest.TestCase):
             with self.assertRaises(SystemExit):  # one price per platform
                 host_platform.main([path, "--out", out, "--noncontiguous-extras", "--datatype-engine"])
 
+    def test_the_calibrations_vector_path_state_is_a_zone_property_where_recorded(self):
+        recorded = calibration()
+        recorded["calibration"].update(vector_path={"ratio": 5.61234}, vector_path_after={"ratio": 1.9})
+        self.assertIn('<prop id="tb_calibration_vector_path" value="5.612,1.9"/>',
+                      host_platform.platform(recorded, "c", 2, "cmd"))
+        recorded["calibration"]["vector_path_after"] = None  # no partner at the end: not a state pair
+        self.assertNotIn('"tb_calibration_vector_path"', host_platform.platform(recorded, "c", 2, "cmd"))
+        self.assertNotIn('"tb_calibration_vector_path"', host_platform.platform(calibration(), "c", 2, "cmd"))
+
     def test_bad_noncontiguous_extras_are_refused_by_name(self):
         good = [{"block_bytes": 64, "seconds_by_bytes": [[4096, 1e-6]]}]
         for send, message in [(None, "no host.noncontiguous_send_extra_seconds"),
