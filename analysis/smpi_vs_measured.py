@@ -107,11 +107,14 @@ def state_text(ratio):
 
 def calibration_vector_path(platform_path):
     """The platform's calibration's vector path ratios (before, after its non-contiguous
-    exchanges), or None where the platform does not carry them."""
+    exchanges), or None where the platform does not carry them or its file is not here (the
+    store names it; it may have been written elsewhere). A file that is not XML is an error."""
     try:
         root = ElementTree.parse(platform_path).getroot()
-    except (OSError, ElementTree.ParseError):
+    except OSError:
         return None
+    except ElementTree.ParseError as e:
+        raise StoreError(f"{platform_path}: not a platform file ({e})") from None
     for prop in root.iter("prop"):
         if prop.get("id") == "tb_calibration_vector_path":
             try:

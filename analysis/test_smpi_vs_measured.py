@@ -102,6 +102,12 @@ class Pairs(unittest.TestCase):
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
                 self.assertEqual(smpi_vs_measured.main([path, "--platform", platform]), 2)
             self.assertIn("property tb_calibration_vector_path is 'fast', not BEFORE,AFTER ratios", err.getvalue())
+            with open(platform, "w") as f:
+                f.write("<platform><zone>")  # cut short
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(smpi_vs_measured.main([path, "--platform", platform]), 2)
+            self.assertIn("p.xml: not a platform file", err.getvalue())
 
     def test_a_store_without_pairs_is_an_error_that_says_so(self):
         path = self.store([row("intra", "alltoallw:native", 2e-3)])
