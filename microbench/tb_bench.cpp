@@ -5,9 +5,10 @@
 // before SetIterationTime, so all ranks see the same times and agree on iteration counts. Only
 // rank 0 reports; its JSON (--benchmark_out=F --benchmark_out_format=json) carries the run's
 // metadata in "context". Each result's label is the path the algorithm took in its last call;
-// its counters handoff_before and handoff_after the machine's cross-core handoff ratio
-// (microbench/machine_state.hpp) before the benchmark's buffers are made and after its timed
-// loop (absent where no node has two ranks), so that each result says which state it ran in.
+// its counters handoff_before and handoff_after the machine's cross-core handoff ratio, and
+// vector_before and vector_after the ratio of the library's path for a non-contiguous message
+// (both microbench/machine_state.hpp), before the benchmark's buffers are made and after its
+// timed loop (absent where no node has two ranks), so that each result says which states it ran in.
 //
 // Layouts (the send side; the receive side is contiguous):
 //   contiguous  bytes per peer as MPI_BYTE
@@ -217,10 +218,19 @@ struct RedistributionCase {
   int ranks = 1;
 };
 
+// The machine's two states (microbench/machine_state.hpp), each taken around every benchmark.
+struct StateProbes {
+  explicit StateProbes(MPI_Comm comm) : handoff(comm), vector(comm) {}
+  tb::HandoffProbe handoff;
+  tb::VectorPathProbe vector;
+};
+
 void run_benchmark(benchmark::State& state, const std::string& algorithm_name, const std::string& layout,
-                   std::int64_t bytes, bool persistent, const Options& opt, tb::HandoffProbe* probe) {
+                   std::int64_t bytes, bool persistent, const Options& opt, StateProbes* probes) {
   try {
-    const double handoff_before = tb::handoff_ratio(probe->measure());  // before the buffers are touched
+    // Before the buffers are touched.
+    const double handoff_before = tb::handoff_ratio(probes->handoff.measure());
+    const double vector_before = tb::handoff_ratio(probes->vector.measure());
     std::unique_ptr<Case> c;
     std::unique_ptr<RedistributionCase> r;
     std::unique_ptr<tb::AlltoallwAlgorithm> algorithm;
@@ -255,10 +265,15 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
       state.SetIterationTime(slowest);
     }
-    const double handoff_after = tb::handoff_ratio(probe->measure());
+    const double handoff_after = tb::handoff_ratio(probes->handoff.measure());
+    const double vector_after = tb::handoff_ratio(probes->vector.measure());
     if (handoff_before >= 0) {
       state.counters["handoff_before"] = handoff_before;
       state.counters["handoff_after"] = handoff_after;
+    }
+    if (vector_before >= 0) {
+      state.counters["vector_before"] = vector_before;
+      state.counters["vector_after"] = vector_after;
     }
     state.SetLabel(r ? r->plan->method() : prepared ? prepared->last_path() : algorithm->last_path());
     state.counters["ranks"] = r ? r->ranks : c->ranks();
@@ -387,8 +402,8 @@ std::string benchmark_out(const std::vector<char*>& args) {
 }
 
 // The run's metadata in Google Benchmark's "context", then one benchmark per (layout, method, size),
-// each taking the cross-core handoff state with `probe` before and after it runs.
-void register_benchmarks(const Options& opt, const Plan& plan, tb::HandoffProbe* probe) {
+// each taking the machine's states with `probes` before and after it runs.
+void register_benchmarks(const Options& opt, const Plan& plan, StateProbes* probes) {
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   for (const auto& [key, value] : meta.items())
     if (key != "mpi_library_full")  // many lines of configure flags; the JSON of tb-redistribute has it
@@ -407,7 +422,7 @@ void register_benchmarks(const Options& opt, const Plan& plan, tb::HandoffProbe*
       std::string title = kind + layout + "/" + name + "/" + std::to_string(bytes);
       if (opt.passes > 1) title += "/pass:" + std::to_string(pass);
       auto* b = benchmark::RegisterBenchmark(title.c_str(),
-                                             run_benchmark, algorithm, layout, bytes, persistent, opt, probe);
+                                             run_benchmark, algorithm, layout, bytes, persistent, opt, probes);
       b->UseManualTime()->Unit(benchmark::kMicrosecond);
       if (opt.paper) b->Iterations(1);
       else if (opt.iterations > 0) b->Iterations(opt.iterations);
@@ -474,8 +489,8 @@ int main(int argc, char** argv) {
         if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
       } else {
         tb::check_writable(MPI_COMM_WORLD, "--benchmark_out", benchmark_out(args));
-        tb::HandoffProbe probe(MPI_COMM_WORLD);  // freed before MPI_Finalize, unlike the registered benchmarks
-        register_benchmarks(opt, plan, &probe);
+        StateProbes probes(MPI_COMM_WORLD);  // freed before MPI_Finalize, unlike the registered benchmarks
+        register_benchmarks(opt, plan, &probes);
         if (rank == 0) {
           benchmark::RunSpecifiedBenchmarks();
         } else {

@@ -4,7 +4,7 @@
 #     re-costs a finished run (TB_VALIDATION_RECOST=RUN_DIR): the same model on the same
 #     measurements must give the run's validation.csv byte for byte, its report the spread of every
 #     calibration the run made (host-K.json) and the state of each calibration (its start or end)
-#     and sweep launch, and the run's rows must carry their own states (handoff_before/after); re-costed on one of them (TB_VALIDATION_NETWORK) the
+#     and sweep launch, and the run's rows must carry their own states (handoff_ and vector_before/after); re-costed on one of them (TB_VALIDATION_NETWORK) the
 #     report names that file and shows no spread; RUN_DIR is left as it was (its file list and
 #     validation.csv).
 #   check_model_validation.sh state RUN_DIR OUT_DIR
@@ -38,16 +38,17 @@ case ${1:-} in
     grep -Eq "^- sweep launches: [0-9]+ of [0-9]+ slow " "$out/report.md" || fail "no state per sweep launch in the report"
     /usr/bin/python3 - "$run" <<'EOF' || fail "the run's rows do not carry their own states"
 import glob, json, os, sys
+STATES = ("handoff_before", "handoff_after", "vector_before", "vector_after")
 def numeric(row):
-    return all(isinstance(row.get(k), (int, float)) and row[k] > 0 for k in ("handoff_before", "handoff_after"))
+    return all(isinstance(row.get(k), (int, float)) and row[k] > 0 for k in STATES)
 for path in glob.glob(os.path.join(sys.argv[1], "measured-*-rep*.json")):
     rows = [r for r in json.load(open(path))["results"] if r["method"] not in ("memcpy_floor", "streaming_copy")]
     if not rows or not all(map(numeric, rows)):
-        sys.exit(f"{path}: a row without handoff_before/handoff_after")
+        sys.exit(f"{path}: a row without {'/'.join(STATES)}")
 for path in glob.glob(os.path.join(sys.argv[1], "bench-rep*.json")) + glob.glob(os.path.join(sys.argv[1], "overheads.json")) + \
         glob.glob(os.path.join(sys.argv[1], "overheads-rep*.json")):
     if not all(map(numeric, json.load(open(path))["benchmarks"])):
-        sys.exit(f"{path}: a benchmark without handoff_before/handoff_after")
+        sys.exit(f"{path}: a benchmark without {'/'.join(STATES)}")
 EOF
     TB_VALIDATION_RECOST=$run TB_VALIDATION_NETWORK=$run/host-1.json TB_VALIDATION_OUT=$out-host1 "$script" mpich \
       > "$out-host1.log" 2>&1 || { tail -n 20 "$out-host1.log"; fail "re-costing on host-1.json exited $?"; }
