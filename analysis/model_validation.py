@@ -3,7 +3,7 @@
 
   model_validation.py report [--redistribute PREDICTED.csv MEASURED.json [MEASURED.json ...]] ...
                              [--bench BENCH.json [BENCH.json ...] PREDICTIONS_DIR] [--markdown OUT.md] [--csv OUT.csv]
-                             [--min-repetitions 5] [--expect-algorithms a,b,...] [--state all|fast|slow]
+                             [--min-repetitions 5] [--expect-algorithms a,b,...] [--state STATE]
                              [--calibrations HOST [HOST ...]] [--min-calibrations 3]
 Compares what experiments/model_validation.sh writes:
 - one --redistribute per cube: tb-model's CSV for it (--csv, one network: the calibrated host) and
@@ -27,7 +27,12 @@ the timings made in that state, for a model calibrated in it (host-median --stat
 tb-redistribute row and tb-bench benchmark carries the cross-core handoff ratio its tool took just
 before and just after it (row_state; a file from before they did: its launch's start), since the
 machine's slow state slows handoffs between the cores about 9x for seconds at a time, and a point
-whose repetitions mix the states is a median of two machines. An algorithm with fewer than
+whose repetitions mix the states is a median of two machines. --state vector-fast (or
+vector-slow) does the same by the state of the MPI library's path for non-contiguous messages,
+which has two states of its own that do not follow the handoff's (microbench/machine_state.hpp's
+VectorPathProbe: the extra of a 64 KiB vector message several times its usual for seconds at a
+time); the rows carry it as vector_before and vector_after, the launches and calibrations as
+vector_path (and vector_path_after). An algorithm with fewer than
 --min-repetitions timings in the state at a point is left out of the figures and named at the end
 of the report. The markdown report goes to
 stdout (and --markdown), one CSV row per algorithm and point to --csv. --expect-algorithms names
@@ -49,7 +54,7 @@ outer loops, as every measured point's), never its fastest; where several runs (
 copied the same size, the median bandwidth is used. Only the cost per block is taken from BASE
 (tb-model --save-memory).
 
-  model_validation.py host-median [--state all|fast|slow] [--min-calibrations 3] OUT HOST [HOST ...]
+  model_validation.py host-median [--state STATE] [--min-calibrations 3] OUT HOST [HOST ...]
 Writes a tb-model host network (OUT) whose every measured value is the median of that value over
 the HOST files, tb-beff --fit-out calibrations made at different moments of one validation (the
 script spreads them over its measurements: a tb-beff launch can land in a slow state, pricing a
@@ -60,8 +65,8 @@ they differ. A number's median is the lower middle value with an even count of f
 it is always a value one calibration measured (the states can be 4x apart); the Hockney fit's
 alpha and beta get a median each. The calibration block lists every file's timestamp and
 cross-core handoff states (the state its launch started and ended in; report's last section).
---state fast (or slow) takes the median over the calibrations in that state only (slow: started or
-ended slow), where at least --min-calibrations (3) were made in it; with fewer it takes the median
+--state fast (or slow, vector-fast, vector-slow) takes the median over the calibrations in that
+state only (slow: started or ended slow), where at least --min-calibrations (3) were made in it; with fewer it takes the median
 of all of them (one calibration is one sample, and one outlier would price every row), and says so
 on stdout and in the calibration block's "state".
 """
@@ -82,6 +87,7 @@ WITHIN = 0.25
 RANKING_SHAPE = "256x256x256"   # the slab whose ranking is checked
 RANKING_BYTES = MIB             # and every point at this many bytes per peer
 SLOW_HANDOFF_RATIO = 3.0       # microbench/machine_state.hpp's kSlowHandoffRatio
+SLOW_VECTOR_RATIO = 4.0        # and its kSlowVectorRatio
 # The issue's goals, reported (never fitted to, never asserted): median |error|, |bias|.
 GOAL_MEDIAN_ABS, GOAL_ABS_BIAS = 0.15, 0.05
 
@@ -147,7 +153,7 @@ def redistribute_samples(paths, state="all", tally=None):
     point, samples = None, {}
     for path in paths:
         doc = load_json(path)
-        launch = handoff_ratio(doc)
+        launch = handoff_ratio(doc, kind_of(state))
         ranks = doc.get("metadata", {}).get("ranks")
         if not isinstance(ranks, int) or ranks < 1:
             raise ValueError(f"{path}: metadata.ranks is missing (not a tb-redistribute --json file?)")
@@ -179,7 +185,7 @@ def bench_samples(path, state="all", tally=None):
     each counted in `tally` when one is given."""
     points = {}
     doc = load_json(path)
-    launch = handoff_ratio(doc)
+    launch = handoff_ratio(doc, kind_of(state))
     for b in doc.get("benchmarks", []):
         m = BENCH_NAME.match(b["name"])
         if not m or b.get("run_type", "iteration") != "iteration" or ":" in m["algorithm"]:
@@ -539,8 +545,8 @@ def report(args):
     lines = report_lines(comparisons, expected, left_out or ())
     if args.state != "all":
         lines = [f"Only the timings made in the {args.state} state (--state {args.state}): each tb-redistribute "
-                 "row and tb-bench benchmark is counted as slow when the cross-core handoff ratio its tool took "
-                 "before or after it is above the threshold (a file from before rows recorded it: its launch's "
+                 f"row and tb-bench benchmark is counted as slow when the {kind_of(args.state).name} ratio its tool "
+                 "took before or after it is above the threshold (a file from before rows recorded it: its launch's "
                  f"start); each point the median of at least {args.min_repetitions} of them. The last sections "
                  "count them and name what was left out.", ""] + lines
         lines += [""] + left_out_lines(left_out, args.state, args.min_repetitions) if left_out else []
@@ -811,38 +817,64 @@ def calibration_spread(hosts):
     return [(name, x, min(v), statistics.median_low(v), max(v)) for name, (x, v) in widest.items()]
 
 
-def handoff_ratio(doc):
-    """The cross-core handoff ratio (microbench/machine_state.hpp) a tool recorded for its launch:
-    when it started (tb-redistribute's metadata, tb-bench's context, a JSON string there), and for
-    a tb-beff calibration the larger of its start and end (cross_core_handoff_after: one launch
-    measures for many seconds); None where it recorded none (an older file, one rank per node)."""
+@dataclass(frozen=True)
+class StateKind:
+    """One of the machine's two states the tools record (microbench/machine_state.hpp): where a
+    launch records it (at its start; a tb-beff calibration also at its end), where each timed row
+    does (just before and just after it), and the ratio above which it is slow."""
+    name: str
+    launch_keys: tuple
+    row_keys: tuple
+    slow_ratio: float
+
+
+HANDOFF = StateKind("cross-core handoff", ("cross_core_handoff", "cross_core_handoff_after"),
+                    ("handoff_before", "handoff_after"), SLOW_HANDOFF_RATIO)
+VECTOR = StateKind("vector path", ("vector_path", "vector_path_after"),
+                   ("vector_before", "vector_after"), SLOW_VECTOR_RATIO)
+# all, then each kind's states: fast and slow are the handoff's (as before the vector path's were
+# recorded), vector-fast and vector-slow the vector path's.
+STATES = ("all", "fast", "slow", "vector-fast", "vector-slow")
+
+
+def kind_of(state):
+    """The StateKind a --state names ("all": the handoff's, whose slow rows the report counts)."""
+    return VECTOR if state.startswith("vector-") else HANDOFF
+
+
+def handoff_ratio(doc, kind=HANDOFF):
+    """The ratio of `kind` (microbench/machine_state.hpp) a tool recorded for its launch: when it
+    started (tb-redistribute's metadata, tb-bench's context, a JSON string there), and for a tb-beff
+    calibration the larger of its start and end (one launch measures for many seconds); None where
+    it recorded none (an older file, one rank per node)."""
     def ratio(state):
         if isinstance(state, str):
             state = json.loads(state)
         return state.get("ratio") if isinstance(state, dict) else None
+    start, end = kind.launch_keys
     for holder in (doc.get("metadata"), doc.get("context"), doc.get("calibration")):
-        if isinstance(holder, dict) and "cross_core_handoff" in holder:
-            ratios = [ratio(holder["cross_core_handoff"]), ratio(holder.get("cross_core_handoff_after"))]
+        if isinstance(holder, dict) and start in holder:
+            ratios = [ratio(holder[start]), ratio(holder.get(end))]
             known = [r for r in ratios if r is not None]
             return max(known) if known else None
     return None
 
 
-def is_slow(ratio):
-    """Whether a recorded cross-core handoff ratio is the slow state's."""
-    return ratio > SLOW_HANDOFF_RATIO
+def is_slow(ratio, kind=HANDOFF):
+    """Whether a recorded ratio of `kind` is its slow state's."""
+    return ratio > kind.slow_ratio
 
 
 def in_state(ratio, state):
-    """Whether a known ratio is in `state` (fast or slow)."""
-    return is_slow(ratio) == (state == "slow")
+    """Whether a known ratio (of kind_of(state)) is in `state` (fast or slow, either kind's)."""
+    return is_slow(ratio, kind_of(state)) == state.endswith("slow")
 
 
-def row_state(row, launch_ratio):
-    """The cross-core handoff ratio a timed row ran in: the larger of its handoff_before and
-    handoff_after (tb-redistribute's rows, tb-bench's counters: taken just before and just after
-    it), or, for a row from before the tools recorded them, its launch's (launch_ratio)."""
-    around = [row.get("handoff_before"), row.get("handoff_after")]
+def row_state(row, launch_ratio, kind=HANDOFF):
+    """The ratio of `kind` a timed row ran in: the larger of the two its tool took just before and
+    just after it (tb-redistribute's rows, tb-bench's counters), or, for a row from before the tools
+    recorded them, its launch's (launch_ratio)."""
+    around = [row.get(key) for key in kind.row_keys]
     if all(isinstance(r, (int, float)) and r >= 0 for r in around):
         return max(around)
     return launch_ratio
@@ -857,40 +889,42 @@ class StateTally:
 
 
 def row_in_state(row, launch_ratio, state, tally, where):
-    """Whether a timed row ran in `state` (row_state: slow above SLOW_HANDOFF_RATIO), counted in
-    `tally`; a row whose state is unknown cannot be sorted into fast or slow: an error naming it."""
-    ratio = row_state(row, launch_ratio)
+    """Whether a timed row ran in `state` (row_state of its kind: slow above the kind's ratio; the
+    launch's ratio of that kind is launch_ratio), counted in `tally`; a row whose state is unknown
+    cannot be sorted into fast or slow: an error naming it."""
+    kind = kind_of(state)
+    ratio = row_state(row, launch_ratio, kind)
     if tally is not None:
         tally.rows += 1
         tally.unknown += ratio is None
-        tally.slow += ratio is not None and is_slow(ratio)
+        tally.slow += ratio is not None and is_slow(ratio, kind)
     if state == "all":
         return True
     if ratio is None:
-        raise ValueError(f"{where}: no cross-core handoff state recorded (a file from before the tools recorded it, "
+        raise ValueError(f"{where}: no {kind.name} state recorded (a file from before the tools recorded it, "
                          f"or no node with two ranks), so it cannot be counted as {state}")
     return in_state(ratio, state)
 
 
-STATES = ("all", "fast", "slow")
 
 
 def launches_in(paths, state):
     """The launches (tool output files) in `state`: every one for "all", else those whose
-    handoff_ratio (its start; a calibration's start or end) is at most ("fast") or above ("slow")
-    SLOW_HANDOFF_RATIO. A file that recorded no state cannot be sorted: an error naming it."""
+    handoff_ratio of the state's kind (its start; a calibration's start or end) is at most (fast)
+    or above (slow) the kind's ratio. A file that recorded no state cannot be sorted: an error
+    naming it."""
     if state == "all":
         return list(paths)
-    kept = []
+    kept, kind = [], kind_of(state)
+    key = kind.launch_keys[0]
     for path in paths:
         doc = load_json(path)
-        ratio = handoff_ratio(doc)
+        ratio = handoff_ratio(doc, kind)
         if ratio is None:
-            recorded = any(isinstance(h, dict) and h.get("cross_core_handoff") in (None, "null") and
-                           "cross_core_handoff" in h for h in (doc.get("metadata"), doc.get("context"),
-                                                               doc.get("calibration")))
+            recorded = any(isinstance(h, dict) and h.get(key) in (None, "null") and
+                           key in h for h in (doc.get("metadata"), doc.get("context"), doc.get("calibration")))
             why = ("its launch had no node with two ranks (or ran under SMPI)" if recorded else
-                   "no cross_core_handoff recorded: a file from before the tools recorded it")
+                   f"no {key} recorded: a file from before the tools recorded it")
             raise ValueError(f"{path}: {why}, so it cannot be counted as {state}")
         if in_state(ratio, state):
             kept.append(path)
@@ -902,21 +936,27 @@ def state_lines(launches, state="all", tally=None):
     from `tally` ({kind: StateTally}), per timed row."""
     mixed = ("A point's median mixes the states." if state == "all" else
              f"The figures above keep the rows timed in the {state} state.")
-    lines = [f"Machine state: a 1 MiB handoff between the two cores over a copy within one, as a ratio; above "
-             f"{SLOW_HANDOFF_RATIO:g}x the machine is in the slow state, in which node_leader's handoffs and "
-             f"ucx_zcopy's gets take several times their usual time. The tools record it when a launch starts "
+    kind = kind_of(state)
+    what = (f"a 1 MiB handoff between the two cores over a copy within one, as a ratio; above "
+            f"{kind.slow_ratio:g}x the machine is in the slow state, in which node_leader's handoffs and "
+            f"ucx_zcopy's gets take several times their usual time" if kind is HANDOFF else
+            f"the vector path: a 64 KiB message sent as a vector of 1 KiB blocks over the same bytes contiguous, "
+            f"as a ratio; above {kind.slow_ratio:g}x the MPI library's path for non-contiguous messages is in its "
+            f"slow state, in which their extra cost is several times its usual (native's and pairwise's "
+            f"non-contiguous sides)")
+    lines = [f"Machine state ({kind.name}): {what}. The tools record it when a launch starts "
              f"(tb-beff also when it ends: the larger is shown) and before and after each timed row (the state "
              f"can change within a launch). {mixed}", ""]
-    for kind, paths in launches:
-        ratios = [handoff_ratio(load_json(p)) for p in paths]
+    for source, paths in launches:
+        ratios = [handoff_ratio(load_json(p), kind) for p in paths]
         known = [r for r in ratios if r is not None]
-        slow = sum(1 for r in known if is_slow(r))
+        slow = sum(1 for r in known if is_slow(r, kind))
         text = ", ".join("-" if r is None else f"{r:.1f}" for r in ratios)
-        lines.append(f"- {kind}: {slow} of {len(known)} slow ({text})" if known else f"- {kind}: not recorded")
-    for kind, t in (tally or {}).items():
+        lines.append(f"- {source}: {slow} of {len(known)} slow ({text})" if known else f"- {source}: not recorded")
+    for source, t in (tally or {}).items():
         if t.rows:
             unknown = f", {t.unknown} not recorded" if t.unknown else ""
-            lines.append(f"- {kind} timed: {t.slow} of {t.rows} slow{unknown}")
+            lines.append(f"- {source} timed: {t.slow} of {t.rows} slow{unknown}")
     return lines
 
 

@@ -177,16 +177,18 @@ def write_redistribute(path, rows_s, shape="64x64x64", local_bytes=2 * MIB, rank
         json.dump({"metadata": {"ranks": ranks}, "results": rows}, f)
 
 
-def record_state(path, ratio):
-    """Records a cross-core handoff state in a tool's file where that tool puts it: tb-bench's
-    context (a JSON string), tb-redistribute's metadata, a tb-beff calibration's block."""
+def record_state(path, ratio, key="cross_core_handoff"):
+    """Records a cross-core handoff state (or with key "vector_path", the vector path's) in a tool's
+    file where that tool puts it: tb-bench's context (a JSON string), tb-redistribute's metadata, a
+    tb-beff calibration's block."""
     with open(path) as f:
         doc = json.load(f)
-    state = {"bytes": MIB, "handoff_us": 50.0 * ratio, "private_us": 50.0, "ratio": ratio}
+    state = ({"bytes": MIB, "handoff_us": 50.0 * ratio, "private_us": 50.0, "ratio": ratio} if key == "cross_core_handoff"
+             else {"bytes": 65536, "block_bytes": 1024, "contiguous_us": 8.0, "vector_us": 8.0 * ratio, "ratio": ratio})
     if "benchmarks" in doc:
-        doc["context"]["cross_core_handoff"] = json.dumps(state)
+        doc["context"][key] = json.dumps(state)
     else:
-        doc["metadata" if "metadata" in doc else "calibration"]["cross_core_handoff"] = state
+        doc["metadata" if "metadata" in doc else "calibration"][key] = state
     with open(path, "w") as f:
         json.dump(doc, f)
 
@@ -414,6 +416,66 @@ class Report(unittest.TestCase):
         self.assertIn("ranking at tb-bench contiguous 1 MiB: not checked (an algorithm was left out there)", report)
         self.assertNotIn("ranking at tb-bench contiguous 1 MiB: matches", report)
 
+    def test_a_vector_state_sorts_the_rows_by_the_vector_path_around_them(self):
+        # Every row ran in the fast handoff state; rep2's pairwise row and the sweep's native pass 3
+        # found the vector path slow: --state vector-fast leaves those repetitions out, vector-slow
+        # keeps only them, and the handoff's --state fast keeps everything.
+        states = {"bench.json": 1.1, **{f"measured-64-rep{k}.json": 1.0 for k in range(5)}}
+        with tempfile.TemporaryDirectory() as tmp:
+            self.run_report(tmp, states=states)  # writes the files
+            for k in range(5):
+                record_state(os.path.join(tmp, f"measured-64-rep{k}.json"), 1.5, "vector_path")
+                self.rewrite_rows(os.path.join(tmp, f"measured-64-rep{k}.json"), "results", lambda row, k=k: row.update(
+                    handoff_before=1.0, handoff_after=1.0, vector_before=1.4,
+                    vector_after=6.2 if k == 2 and row["method"].startswith("alltoallw:pairwise") else 1.6))
+            record_state(os.path.join(tmp, "bench.json"), 1.5, "vector_path")
+            self.rewrite_rows(os.path.join(tmp, "bench.json"), "benchmarks", lambda b: b.update(
+                handoff_before=1.0, handoff_after=1.0, vector_before=5.5 if "/native/" in b["name"] and "/pass:3/" in b["name"]
+                else 1.2, vector_after=1.3))
+            reports = {state: self.report_in_state(tmp, state) for state in ("vector-fast", "vector-slow", "fast")}
+        (code, text, rows), (code_slow, slow_text, slow_rows), (code_fast, _, fast_rows) = reports.values()
+        self.assertEqual((code, code_slow, code_fast), (0, 0, 0))
+        self.assertEqual(rows[("tb-redistribute", "pairwise")]["repetitions"], "4")  # rep2's ran slow
+        self.assertEqual(rows[("tb-bench", "native")]["repetitions"], "4")  # pass 3 ran slow
+        self.assertEqual(rows[("tb-redistribute", "native")]["repetitions"], "5")
+        self.assertEqual(set(slow_rows), {("tb-redistribute", "pairwise"), ("tb-bench", "native")})
+        self.assertEqual(slow_rows[("tb-redistribute", "pairwise")]["repetitions"], "1")
+        self.assertEqual(len(fast_rows), 5, "the handoff's state does not read the vector path's")
+        self.assertIn("counted as slow when the vector path ratio its tool took before or after it", text)
+        self.assertIn("Machine state (vector path): the vector path: a 64 KiB message", text)
+        self.assertIn("- redistribution rows timed: 1 of 15 slow", text)
+        self.assertIn("- sweep benchmarks timed: 1 of 10 slow", text)
+        self.assertIn("- redistributions: 0 of 5 slow (1.5, 1.5, 1.5, 1.5, 1.5)", slow_text)
+
+    def test_a_vector_state_cannot_sort_rows_that_recorded_only_the_handoff(self):
+        states = {"bench.json": 1.1, **{f"measured-64-rep{k}.json": 1.0 for k in range(5)}}
+        code, err = self.failing_report(states=states, state="vector-fast", min_repetitions=1)
+        self.assertEqual(code, 1)
+        self.assertIn("measured-64-rep0.json: native: no vector path state recorded", err)
+
+    def rewrite_rows(self, path, key, change):
+        with open(path) as f:
+            doc = json.load(f)
+        for row in doc[key]:
+            change(row)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+
+    def report_in_state(self, tmp, state):
+        """(exit code, report, {(source, algorithm): CSV row}) of a report in `state` over the files
+        run_report wrote in tmp, points with at least one repetition in the state."""
+        out = os.path.join(tmp, f"{state}.csv")
+        argv = ["model_validation.py", "report", "--redistribute", os.path.join(tmp, "predicted-64.csv"),
+                *(os.path.join(tmp, f"measured-64-rep{k}.json") for k in range(5)),
+                "--bench", os.path.join(tmp, "bench.json"), os.path.join(tmp, "pred"),
+                "--min-repetitions", "1", "--state", state, "--csv", out]
+        text = io.StringIO()
+        with redirect_stdout(text):
+            code = model_validation.main(argv)
+        with open(out) as f:
+            rows = {(r["source"], r["algorithm"]): r for r in csv.DictReader(f)}
+        return code, text.getvalue(), rows
+
     def test_the_slow_threshold_is_the_tools_one(self):
         header = os.path.join(os.path.dirname(os.path.abspath(model_validation.__file__)), "..", "microbench",
                               "machine_state.hpp")
@@ -421,6 +483,10 @@ class Report(unittest.TestCase):
             tools = re.search(r"kSlowHandoffRatio = ([0-9.]+);", f.read())
         self.assertIsNotNone(tools, "machine_state.hpp no longer defines kSlowHandoffRatio")
         self.assertEqual(float(tools.group(1)), model_validation.SLOW_HANDOFF_RATIO)
+        with open(header) as f:
+            vector = re.search(r"kSlowVectorRatio = ([0-9.]+);", f.read())
+        self.assertIsNotNone(vector, "machine_state.hpp no longer defines kSlowVectorRatio")
+        self.assertEqual(float(vector.group(1)), model_validation.SLOW_VECTOR_RATIO)
 
     def test_fewer_than_five_repetitions_is_an_error(self):
         code, err = self.failing_report(redistribute_reps=4)
@@ -650,6 +716,27 @@ class HostMedian(unittest.TestCase):
             self.assertEqual(model_validation.handoff_ratio(doc), 1.1)
             doc["calibration"]["cross_core_handoff_after"] = dict(doc["calibration"]["cross_core_handoff"], ratio=9.2)
             self.assertEqual(model_validation.handoff_ratio(doc), 9.2)
+
+    def test_a_vector_state_takes_the_median_over_the_calibrations_in_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [calibration(tmp, f"h{k}.json", scale, f"t{k}") for k, scale in enumerate([1, 4, 2, 5, 6])]
+            for path, (start, end) in zip(files, ((1.2, 1.3), (6.0, 1.1), (1.5, 1.4), (1.1, 7.2), (5.1, 6.3))):
+                record_state(path, 1.0)  # every one in the fast handoff state
+                record_state(path, start, "vector_path")
+                with open(path) as f:
+                    doc = json.load(f)
+                doc["calibration"]["vector_path_after"] = dict(doc["calibration"]["vector_path"], ratio=end)
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+            out = os.path.join(tmp, "slow.json")
+            with redirect_stdout(io.StringIO()) as said:
+                code = model_validation.main(["model_validation.py", "host-median", "--state", "vector-slow", out, *files])
+            with open(out) as f:
+                slow = json.load(f)
+        self.assertEqual(code, 0)
+        self.assertEqual(slow["calibration"]["median_of"], 3)  # started or ended slow: 4, 5 and 6 us
+        self.assertAlmostEqual(slow["host"]["alpha_s"], 5e-6)
+        self.assertIn("the median of the 3 calibration(s) made in the vector-slow state", said.getvalue())
 
     def test_each_calibrations_state_is_kept_not_merged(self):
         with tempfile.TemporaryDirectory() as tmp:

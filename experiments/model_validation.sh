@@ -60,9 +60,11 @@
 #                                                made in that cross-core handoff state (the tools take it
 #                                                before and after each row they time), the network the
 #                                                median of that state's calibrations (host-<state>.json;
-#                                                a re-costing's TB_VALIDATION_NETWORK replaces it). A
-#                                                measuring run with a state writes only that state's
-#                                                report: re-cost it for the other.
+#                                                a re-costing's TB_VALIDATION_NETWORK replaces it);
+#                                                vector-fast or vector-slow: the same by the state of the
+#                                                library's path for non-contiguous messages (recorded
+#                                                beside the other). A measuring run with a state writes
+#                                                only that state's report: re-cost it for the others.
 #   TB_VALIDATION_MIN_REPETITIONS [5; 3 with a state]  repetitions each point's median needs
 #   TB_VALIDATION_MIN_CALIBRATIONS [3]          with a state: fewer calibrations made in it than this, and
 #                                                its network is the median of all of them (run.txt and the
@@ -111,8 +113,8 @@ if [ -n "$recost" ]; then
 fi
 state=${TB_VALIDATION_STATE:-all}
 case $state in
-  all | fast | slow) ;;
-  *) echo "model_validation: TB_VALIDATION_STATE=$state: all, fast or slow" >&2; exit 2 ;;
+  all | fast | slow | vector-fast | vector-slow) ;;
+  *) echo "model_validation: TB_VALIDATION_STATE=$state: all, fast, slow, vector-fast or vector-slow" >&2; exit 2 ;;
 esac
 if [ "$state" = all ]; then min_reps=${TB_VALIDATION_MIN_REPETITIONS:-5}; else min_reps=${TB_VALIDATION_MIN_REPETITIONS:-3}; fi
 [[ $min_reps =~ ^[1-9][0-9]*$ ]] || {
