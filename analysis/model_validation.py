@@ -66,9 +66,9 @@ it is always a value one calibration measured (the states can be 4x apart); the 
 alpha and beta get a median each. The calibration block lists every file's timestamp and
 cross-core handoff states (the state its launch started and ended in; report's last section).
 --state fast (or slow, vector-fast, vector-slow) takes the median over the calibrations in that
-state only (slow: started or ended slow), where at least --min-calibrations (3) were made in it; with fewer it takes the median
-of all of them (one calibration is one sample, and one outlier would price every row), and says so
-on stdout and in the calibration block's "state".
+state only (slow: started or ended slow), where at least --min-calibrations (3) were made in it;
+with fewer it takes the median of all of them (one calibration is one sample, and one outlier
+would price every row), and says so on stdout and in the calibration block's "state".
 """
 import argparse
 import csv
@@ -153,7 +153,7 @@ def redistribute_samples(paths, state="all", tally=None):
     point, samples = None, {}
     for path in paths:
         doc = load_json(path)
-        launch = handoff_ratio(doc, kind_of(state))
+        launch = launch_ratio(doc, kind_of(state))
         ranks = doc.get("metadata", {}).get("ranks")
         if not isinstance(ranks, int) or ranks < 1:
             raise ValueError(f"{path}: metadata.ranks is missing (not a tb-redistribute --json file?)")
@@ -185,7 +185,7 @@ def bench_samples(path, state="all", tally=None):
     each counted in `tally` when one is given."""
     points = {}
     doc = load_json(path)
-    launch = handoff_ratio(doc, kind_of(state))
+    launch = launch_ratio(doc, kind_of(state))
     for b in doc.get("benchmarks", []):
         m = BENCH_NAME.match(b["name"])
         if not m or b.get("run_type", "iteration") != "iteration" or ":" in m["algorithm"]:
@@ -842,7 +842,7 @@ def kind_of(state):
     return VECTOR if state.startswith("vector-") else HANDOFF
 
 
-def handoff_ratio(doc, kind=HANDOFF):
+def launch_ratio(doc, kind=HANDOFF):
     """The ratio of `kind` (microbench/machine_state.hpp) a tool recorded for its launch: when it
     started (tb-redistribute's metadata, tb-bench's context, a JSON string there), and for a tb-beff
     calibration the larger of its start and end (one launch measures for many seconds); None where
@@ -870,14 +870,14 @@ def in_state(ratio, state):
     return is_slow(ratio, kind_of(state)) == state.endswith("slow")
 
 
-def row_state(row, launch_ratio, kind=HANDOFF):
+def row_state(row, launch, kind=HANDOFF):
     """The ratio of `kind` a timed row ran in: the larger of the two its tool took just before and
     just after it (tb-redistribute's rows, tb-bench's counters), or, for a row from before the tools
-    recorded them, its launch's (launch_ratio)."""
+    recorded them, its launch's (`launch`, its launch_ratio)."""
     around = [row.get(key) for key in kind.row_keys]
     if all(isinstance(r, (int, float)) and r >= 0 for r in around):
         return max(around)
-    return launch_ratio
+    return launch
 
 
 @dataclass
@@ -888,12 +888,12 @@ class StateTally:
     unknown: int = 0
 
 
-def row_in_state(row, launch_ratio, state, tally, where):
+def row_in_state(row, launch, state, tally, where):
     """Whether a timed row ran in `state` (row_state of its kind: slow above the kind's ratio; the
-    launch's ratio of that kind is launch_ratio), counted in `tally`; a row whose state is unknown
+    launch's ratio of that kind is `launch`), counted in `tally`; a row whose state is unknown
     cannot be sorted into fast or slow: an error naming it."""
     kind = kind_of(state)
-    ratio = row_state(row, launch_ratio, kind)
+    ratio = row_state(row, launch, kind)
     if tally is not None:
         tally.rows += 1
         tally.unknown += ratio is None
@@ -910,7 +910,7 @@ def row_in_state(row, launch_ratio, state, tally, where):
 
 def launches_in(paths, state):
     """The launches (tool output files) in `state`: every one for "all", else those whose
-    handoff_ratio of the state's kind (its start; a calibration's start or end) is at most (fast)
+    launch_ratio of the state's kind (its start; a calibration's start or end) is at most (fast)
     or above (slow) the kind's ratio. A file that recorded no state cannot be sorted: an error
     naming it."""
     if state == "all":
@@ -919,7 +919,7 @@ def launches_in(paths, state):
     key = kind.launch_keys[0]
     for path in paths:
         doc = load_json(path)
-        ratio = handoff_ratio(doc, kind)
+        ratio = launch_ratio(doc, kind)
         if ratio is None:
             recorded = any(isinstance(h, dict) and h.get(key) in (None, "null") and
                            key in h for h in (doc.get("metadata"), doc.get("context"), doc.get("calibration")))
@@ -948,7 +948,7 @@ def state_lines(launches, state="all", tally=None):
              f"(tb-beff also when it ends: the larger is shown) and before and after each timed row (the state "
              f"can change within a launch). {mixed}", ""]
     for source, paths in launches:
-        ratios = [handoff_ratio(load_json(p), kind) for p in paths]
+        ratios = [launch_ratio(load_json(p), kind) for p in paths]
         known = [r for r in ratios if r is not None]
         slow = sum(1 for r in known if is_slow(r, kind))
         text = ", ".join("-" if r is None else f"{r:.1f}" for r in ratios)

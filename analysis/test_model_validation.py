@@ -713,9 +713,9 @@ class HostMedian(unittest.TestCase):
             record_state(path, 1.1)
             with open(path) as f:
                 doc = json.load(f)
-            self.assertEqual(model_validation.handoff_ratio(doc), 1.1)
+            self.assertEqual(model_validation.launch_ratio(doc), 1.1)
             doc["calibration"]["cross_core_handoff_after"] = dict(doc["calibration"]["cross_core_handoff"], ratio=9.2)
-            self.assertEqual(model_validation.handoff_ratio(doc), 9.2)
+            self.assertEqual(model_validation.launch_ratio(doc), 9.2)
 
     def test_a_vector_state_takes_the_median_over_the_calibrations_in_it(self):
         with tempfile.TemporaryDirectory() as tmp:
