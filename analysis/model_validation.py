@@ -29,11 +29,12 @@ before and just after it (row_state; a file from before they did: its launch's s
 machine's slow state slows handoffs between the cores about 9x for seconds at a time, and a point
 whose repetitions mix the states is a median of two machines. --state vector-fast (or
 vector-slow) does the same by the state of the MPI library's path for non-contiguous messages,
-which has two states of its own that do not follow the handoff's (microbench/machine_state.hpp's
-VectorPathProbe: the extra of a 64 KiB vector message several times its usual for seconds at a
-time); the rows carry it as vector_before and vector_after, the launches and calibrations as
-vector_path (and vector_path_after). An algorithm with fewer than
---min-repetitions timings in the state at a point is left out of the figures and named at the end
+whose slow state makes the extra of a 64 KiB vector message several times its usual for seconds
+at a time (microbench/machine_state.hpp's VectorPathProbe; it mostly coincides with the handoff's
+slow state, but it is what prices messages with a non-contiguous side); the rows carry it as
+vector_before and vector_after, the launches and calibrations as vector_path (and
+vector_path_after). An algorithm with fewer than --min-repetitions timings in the state at a
+point is left out of the figures and named at the end
 of the report. The markdown report goes to
 stdout (and --markdown), one CSV row per algorithm and point to --csv. --expect-algorithms names
 the algorithms every point must have (the costed ones): one missing is an error.

@@ -101,11 +101,13 @@ double handoff_ratio(const nlohmann::json& state);
 std::string cross_core_handoff_text(const nlohmann::json& metadata);
 
 // The state of the MPI library's path for a non-contiguous message, measured as often as a tool
-// asks. On the host above it has two states of its own, which do not follow the handoff state:
-// a 64 KiB message whose send side is a vector of 1 KiB blocks costs a few microseconds more than
-// the same bytes contiguous, or about 30-40 us more, switching within seconds to minutes, and
-// tb-beff's non-contiguous extras and native's and pairwise's times follow it
-// (docs/results/2026-12-06-smpi-noncontiguous-extras.md). Node ranks 0 and 1 of every node
+// asks. On the host above it has two states: a 64 KiB message whose send side is a vector of
+// 1 KiB blocks costs a few microseconds more than the same bytes contiguous, or about 30-40 us
+// more, switching within seconds to minutes, and tb-beff's non-contiguous extras and native's and
+// pairwise's times follow it (docs/results/2026-12-06-smpi-noncontiguous-extras.md). Taken beside
+// the handoff state around the same rows, the two agreed on 98 % of them
+// (docs/results/2026-12-06-validation-by-vector-state.md), but this one is what prices messages
+// with a non-contiguous side. Node ranks 0 and 1 of every node
 // exchange those 64 KiB with MPI_Sendrecv, contiguous and with the vector send side, interleaved,
 // 16 exchanges back to back per timing, the slowest rank's, median of 5 of each. measure()
 // returns {"bytes", "block_bytes", "contiguous_us", "vector_us", "ratio"} (ratio = vector_us /

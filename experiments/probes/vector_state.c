@@ -7,10 +7,13 @@
  * long each state lasts.
  * Two ranks exchange with MPI_Sendrecv, each timing 16 exchanges back to back, the slowest rank's
  * time, contiguous and vector interleaved, median of 5 of each, every INTERVAL seconds, COUNT
- * times; the received bytes are checked once per sample.
+ * times; the received bytes are checked once per sample. BYTES (a multiple of 1 KiB) sizes the
+ * message: the states show at 64 and 256 KiB, and a run under UCX_RNDV_THRESH=inf (the message
+ * sent eagerly, not by rendezvous) finds no slow state
+ * (docs/results/2026-12-06-vector-state-rendezvous.md).
  *
  *   mpicc.mpich -O2 -o /tmp/vector_state experiments/probes/vector_state.c
- *   mpiexec.mpich -n 2 /tmp/vector_state [INTERVAL COUNT]      (default 3 s, 40 samples)
+ *   mpiexec.mpich -n 2 /tmp/vector_state [INTERVAL COUNT [BYTES]]   (default 3 s, 40 samples, 64 KiB)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -21,10 +24,11 @@
 #define PROBE_NAME "vector_state"
 #include "probe.h"
 
-#define BYTES 65536
 #define BLOCK 1024
 #define LOOPS 16
 #define REPS 5
+
+static int message_bytes = 65536;
 
 /* Seconds per exchange of LOOPS exchanges back to back, the send side `vector` or contiguous. */
 static double exchange(const char *send, const char *strided, char *recv, MPI_Datatype vector, int partner)
@@ -33,8 +37,8 @@ static double exchange(const char *send, const char *strided, char *recv, MPI_Da
     const double t0 = MPI_Wtime();
     for (int k = 0; k < LOOPS; k++)
         CHECK(MPI_Sendrecv(vector != MPI_DATATYPE_NULL ? strided : send,
-                           vector != MPI_DATATYPE_NULL ? 1 : BYTES,
-                           vector != MPI_DATATYPE_NULL ? vector : MPI_BYTE, partner, 0, recv, BYTES,
+                           vector != MPI_DATATYPE_NULL ? 1 : message_bytes,
+                           vector != MPI_DATATYPE_NULL ? vector : MPI_BYTE, partner, 0, recv, message_bytes,
                            MPI_BYTE, partner, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     return slowest_rank((MPI_Wtime() - t0) / LOOPS);
 }
@@ -46,30 +50,32 @@ int main(int argc, char **argv)
     CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
     const int interval = argc > 1 ? atoi(argv[1]) : 3, count = argc > 2 ? atoi(argv[2]) : 40;
-    if (size != 2 || interval < 0 || count < 1) {
+    message_bytes = argc > 3 ? atoi(argv[3]) : message_bytes;
+    if (size != 2 || interval < 0 || count < 1 || message_bytes < BLOCK || message_bytes % BLOCK != 0 || message_bytes > (1 << 28)) {
         if (rank == 0)
-            fprintf(stderr, "vector_state: run on 2 ranks with [INTERVAL >= 0 COUNT >= 1], not %d ranks\n", size);
+            fprintf(stderr, "vector_state: run on 2 ranks with [INTERVAL >= 0 COUNT >= 1 [BYTES: a multiple of %d "
+                    "up to 256 MiB]], not %d ranks%s\n", BLOCK, size, argc > 3 ? " and those arguments" : "");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    char *send = checked_malloc(BYTES), *recv = checked_malloc(BYTES), *strided = checked_malloc(2 * BYTES);
-    memset(send, 1, BYTES);
-    for (int i = 0; i < 2 * BYTES; i++)
+    char *send = checked_malloc(message_bytes), *recv = checked_malloc(message_bytes), *strided = checked_malloc(2 * message_bytes);
+    memset(send, 1, message_bytes);
+    for (int i = 0; i < 2 * message_bytes; i++)
         strided[i] = (i / BLOCK) % 2 ? 0 : 1;  /* the blocks sent hold 1, as `send` does */
     MPI_Datatype vector;
-    CHECK(MPI_Type_vector(BYTES / BLOCK, BLOCK, 2 * BLOCK, MPI_BYTE, &vector));
+    CHECK(MPI_Type_vector(message_bytes / BLOCK, BLOCK, 2 * BLOCK, MPI_BYTE, &vector));
     CHECK(MPI_Type_commit(&vector));
     if (rank == 0)
-        printf("%8s %14s %10s %8s (64 KiB, 1 KiB blocks at stride 2 KiB, median of %d)\n", "seconds",
-               "contiguous us", "vector us", "extra us", REPS);
+        printf("%8s %14s %10s %8s (%d KiB, 1 KiB blocks at stride 2 KiB, median of %d)\n", "seconds",
+               "contiguous us", "vector us", "extra us", message_bytes / 1024, REPS);
     const double start = MPI_Wtime();
     for (int sample = 0; sample < count; sample++) {
         double contiguous[REPS], strided_s[REPS];
         for (int rep = 0; rep < REPS; rep++) {
             contiguous[rep] = exchange(send, strided, recv, MPI_DATATYPE_NULL, 1 - rank);
-            memset(recv, 0, BYTES);
+            memset(recv, 0, message_bytes);
             strided_s[rep] = exchange(send, strided, recv, vector, 1 - rank);
         }
-        for (int i = 0; i < BYTES; i++)
+        for (int i = 0; i < message_bytes; i++)
             if (recv[i] != 1) {
                 fprintf(stderr, "vector_state: byte %d of the vector message arrived as %d, not 1\n", i, recv[i]);
                 MPI_Abort(MPI_COMM_WORLD, 1);
