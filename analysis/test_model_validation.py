@@ -378,36 +378,17 @@ class Report(unittest.TestCase):
         states = {"bench.json": 1.1, **{f"measured-64-rep{k}.json": 1.0 for k in range(5)}}
         with tempfile.TemporaryDirectory() as tmp:
             self.run_report(tmp, states=states)  # writes the files
-            rep2 = os.path.join(tmp, "measured-64-rep2.json")
-            with open(rep2) as f:
-                doc = json.load(f)
-            for row in doc["results"]:
-                row.update(handoff_before=1.0, handoff_after=9.1 if row["method"] == "alltoallw:native" else 1.1)
-            with open(rep2, "w") as f:
-                json.dump(doc, f)
-            bench = os.path.join(tmp, "bench.json")
-            with open(bench) as f:
-                doc = json.load(f)
-            for b in doc["benchmarks"]:
-                slow = "/pairwise/" in b["name"] and "/pass:2/" in b["name"]
-                b.update(handoff_before=8.0 if slow else 1.0, handoff_after=1.0)
-            with open(bench, "w") as f:
-                json.dump(doc, f)
-            argv = ["model_validation.py", "report", "--redistribute", os.path.join(tmp, "predicted-64.csv"),
-                    *(os.path.join(tmp, f"measured-64-rep{k}.json") for k in range(5)),
-                    "--bench", bench, os.path.join(tmp, "pred"), "--expect-algorithms", "native,pairwise,local_remap",
-                    "--min-repetitions", "5", "--state", "fast", "--csv", os.path.join(tmp, "fast.csv")]
-            text = io.StringIO()
-            with redirect_stdout(text):
-                code = model_validation.main(argv)
-            with open(os.path.join(tmp, "fast.csv")) as f:
-                rows = {(r["source"], r["algorithm"]): r for r in csv.DictReader(f)}
+            self.rewrite_rows(os.path.join(tmp, "measured-64-rep2.json"), "results", lambda row: row.update(
+                handoff_before=1.0, handoff_after=9.1 if row["method"] == "alltoallw:native" else 1.1))
+            self.rewrite_rows(os.path.join(tmp, "bench.json"), "benchmarks", lambda b: b.update(
+                handoff_before=8.0 if "/pairwise/" in b["name"] and "/pass:2/" in b["name"] else 1.0, handoff_after=1.0))
+            code, report, rows = self.report_in_state(tmp, "fast", min_repetitions=5,
+                                                      expect="native,pairwise,local_remap")
         self.assertEqual(code, 0)
         self.assertNotIn(("tb-redistribute", "native"), rows)  # 4 of 5 repetitions fast
         self.assertEqual(rows[("tb-redistribute", "pairwise")]["repetitions"], "5")
         self.assertNotIn(("tb-bench", "pairwise"), rows)
         self.assertEqual(rows[("tb-bench", "native")]["repetitions"], "5")
-        report = text.getvalue()
         self.assertIn("- native at tb-redistribute slab 64x64x64 c64 1 MiB: 4", report)
         self.assertIn("- pairwise at tb-bench contiguous 1 MiB: 4", report)
         self.assertIn("- redistribution rows timed: 1 of 15 slow", report)
@@ -461,14 +442,15 @@ class Report(unittest.TestCase):
         with open(path, "w") as f:
             json.dump(doc, f)
 
-    def report_in_state(self, tmp, state):
+    def report_in_state(self, tmp, state, min_repetitions=1, expect=None):
         """(exit code, report, {(source, algorithm): CSV row}) of a report in `state` over the files
-        run_report wrote in tmp, points with at least one repetition in the state."""
+        run_report wrote in tmp, points with at least `min_repetitions` in the state."""
         out = os.path.join(tmp, f"{state}.csv")
         argv = ["model_validation.py", "report", "--redistribute", os.path.join(tmp, "predicted-64.csv"),
                 *(os.path.join(tmp, f"measured-64-rep{k}.json") for k in range(5)),
                 "--bench", os.path.join(tmp, "bench.json"), os.path.join(tmp, "pred"),
-                "--min-repetitions", "1", "--state", state, "--csv", out]
+                "--min-repetitions", str(min_repetitions), "--state", state, "--csv", out]
+        argv += ["--expect-algorithms", expect] if expect else []
         text = io.StringIO()
         with redirect_stdout(text):
             code = model_validation.main(argv)
