@@ -30,6 +30,7 @@ import os
 import sys
 import xml.etree.ElementTree as ElementTree
 
+from model_validation import SLOW_VECTOR_RATIO  # kSlowVectorRatio of microbench/machine_state.hpp
 from model_vs_smpi import algorithm_of
 from store import read_rows
 
@@ -37,7 +38,6 @@ ELEMENT_BYTES = {"float": 4, "double": 8, "complex<float>": 8, "complex<double>"
 GOAL = 0.25                        # issue: SMPI on this host within 25 % of the measured times
 GOAL_BYTES = (64 << 10, 16 << 20)  # ... at 64 KiB - 16 MiB per peer
 FLOORS = ("memcpy_floor", "streaming_copy")
-SLOW_VECTOR_RATIO = 4.0            # mirrors kSlowVectorRatio in microbench/machine_state.hpp
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
