@@ -3,8 +3,10 @@
 # tuning table for this machine (experiments/tune.py: 1 and 2 emulated nodes), then per node
 # layout (intra: one node; cliques: one rank per node) ONE tb-bench run of every algorithm, auto
 # with that table, blocking and persistent, interleaved per size and gone through 5 times (tb-bench
-# --passes 5: each ratio is the median over the passes of the ratio within a pass); then the goal
-# tables (analysis/auto_goals.py). 2 ranks: this machine has 2 cores.
+# --passes 5: each ratio is the median over the passes of the ratio within a pass), on the sizes
+# sweep's contiguous and vector64 layouts and on the FFT's slab redistribution; then the goal
+# tables (analysis/auto_goals.py; the slab's rows get a summary of their own). 2 ranks: this
+# machine has 2 cores.
 #
 #   experiments/auto_goals.sh [-o DIR] [-m SIZES] [-a AGREEMENT] [-q]
 #     -o  where the tables, runs and report go (default results/auto_goals)
@@ -53,7 +55,7 @@ for mpi in mpich openmpi; do
     /usr/bin/python3 experiments/launch.py --mpi "$mpi" --mode "$mode" -n 2 \
       --env "TB_TUNING_TABLE=$out/$mpi-tuning.json" --env "TB_AUTO_AGREEMENT=$agreement" --out "$out/$mpi-$mode.json" \
       tb-bench --algorithms all --calls blocking,persistent --interleave --passes "$passes" -m "$sizes" \
-      --layouts contiguous,vector64 "--benchmark_min_time=$min_time"
+      --layouts contiguous,vector64,slab "--benchmark_min_time=$min_time"
   done
 done
 /usr/bin/python3 analysis/auto_goals.py "$out"/{mpich,openmpi}-{intra,cliques}.json | tee "$out/report.md"

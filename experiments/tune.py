@@ -16,7 +16,11 @@ cliques mode with K cliques (TB_NUM_NODES=K; MPICH: MPIR_CVAR_NUM_CLIQUES=K over
 Layout classes: "contiguous" (tb-bench's contiguous layout: every peer's data one block) and, per
 vector<B> layout, a band of mean bytes per contiguous block ("block<B>"), bounded halfway (in
 log scale) to the next measured B, the largest unbounded. A vector<B> point counts only from 2B
-bytes per peer (below that every peer's data is one block, which is the contiguous class).
+bytes per peer (below that every peer's data is one block, which is the contiguous class). The
+default layouts include vector256 because the FFT's slab redistribution (tb-bench's slab layout)
+moves blocks of 64 B - 1 KiB from 1 KiB per peer: with only vector64 and vector4K, every slab call
+up to 2 MiB per peer falls into the 64-byte band, whose winners are not the slab's
+(docs/auto-and-tuning.md).
 
 Measuring: per (node layout, layout) one tb-bench launch with --interleave --passes R (R =
 --repetitions, each pass at least --min-time seconds per benchmark): the R-th runs of all
@@ -548,7 +552,7 @@ def parse(argv):
     parser.add_argument("-n", "--ranks", type=int, default=2)
     parser.add_argument("--nodes", default="1,2", help="node layouts: emulated node counts, comma-separated")
     parser.add_argument("-m", "--sizes", default="1:16M", help="bytes per peer, min:max (tb-bench -m)")
-    parser.add_argument("--layouts", default="contiguous,vector64,vector4K",
+    parser.add_argument("--layouts", default="contiguous,vector64,vector256,vector4K",
                         help="tb-bench layouts: contiguous and vector<B> (layout classes)")
     parser.add_argument("--algorithms", help="comma-separated (default: every registered one but auto)")
     parser.add_argument("--min-time", type=float, default=0.01, help="seconds per pass (Google Benchmark)")
