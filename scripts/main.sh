@@ -13,7 +13,7 @@ scripts/build.sh mpich
 store=${1:-results/main/store.jsonl}
 report=$(dirname "$store")/report
 # auto's tuning table for this machine, made once beside the store (experiments/tune.py: the
-# default experiment's sizes, both node layouts, a minute or two); every point runs with it, so
+# default experiment's sizes, both node layouts, about two minutes); every point runs with it, so
 # the report's auto follows measurements of this machine, not the built-in rule. vector256: the
 # slab redistribution's blocks reach 256 B at these sizes, which the 64-byte band misjudges.
 table=$(dirname "$store")/tuning.json
