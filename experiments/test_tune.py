@@ -39,10 +39,27 @@ class Classes(unittest.TestCase):
         self.assertEqual([(c["name"], c["max_block_bytes"]) for c in classes[1:]], [("block64", 512), ("block4K", None)])
 
     def test_bad_layouts(self):
-        for bad in ("slab", "vectorX", "vector0"):
+        for bad in ("pencil", "vectorX", "vector0"):
             with self.assertRaises(ValueError):
                 tune.block_bytes(bad)
         self.assertEqual(tune.block_bytes("vector4K"), 4096)
+
+    def test_the_slab_has_no_class_of_its_own(self):
+        self.assertEqual([c["name"] for c in tune.layout_classes(["contiguous", "vector64", "slab"])],
+                         ["contiguous", "block64"])
+
+    def test_the_slabs_blocks_by_size(self):
+        # z, a power of two, the largest with z^3 <= size / 16 elements; a block is 16 z bytes:
+        # 16 B: 1 element, z = 1; 1 KiB: 64, z = 4; 64 KiB: 4096, z = 16; one byte less: 4095, z = 8;
+        # 127 KiB: 8128, z = 16 (16^3 <= 8128 < 32^3); 4 MiB: 2^18, z = 64.
+        self.assertEqual([tune.slab_block_bytes(s) for s in (16, 1024, 65536, 65535, 130048, 4 << 20)],
+                         [16, 64, 256, 128, 256, 1024])
+
+    def test_a_slab_point_joins_the_band_of_its_blocks(self):
+        classes = tune.layout_classes(["contiguous", "vector64", "vector256", "vector4K"])
+        self.assertEqual([tune.point_class("slab", s, classes) for s in (16, 32, 1024, 65536, 4 << 20)],
+                         [None, "block64", "block64", "block256", "block256"])
+        self.assertEqual(tune.point_class("slab", 65536, tune.layout_classes(["vector64", "vector4K"])), "block64")
 
 
 class Decisions(unittest.TestCase):
@@ -73,6 +90,19 @@ class Decisions(unittest.TestCase):
         self.assertEqual(entries[0]["algorithm"], "native")
         self.assertEqual(entries[0]["layout_class"], "block64")
         self.assertEqual(entries[0]["node_layout"], {"ranks": 2, "nodes": 1, "ranks_per_node": 2})
+
+    def test_slab_and_vector_points_of_one_class_choose_the_algorithm_never_far_behind_on_either(self):
+        # At 64 KiB per peer the slab's 256-byte blocks share vector256's band: vector256 ranks a
+        # first (b 1.3x), the slab b first (a 2x); the band takes b, whose worst ratio is 1.3. At
+        # 1 MiB only vector256 has a point there (the slab's 512-byte blocks too, but not measured).
+        measured = {(TWO_ON_ONE, "vector256"): {("a", 65536): 1.0, ("b", 65536): 1.3,
+                                                ("a", 1 << 20): 1.0, ("b", 1 << 20): 2.0},
+                    (TWO_ON_ONE, "slab"): {("a", 65536): 4.0, ("b", 65536): 2.0}}
+        entries = tune.table_entries(measured)
+        self.assertEqual([(e["layout_class"], e["bytes_per_peer"], e["algorithm"]) for e in entries],
+                         [("block256", [0, 65536], "b"), ("block256", [65537, None], "a")])
+        self.assertEqual(entries[0]["worst_over_fastest"], {"a": [2.0], "b": [1.3]})
+        self.assertEqual(entries[0]["median_s"], {"a": [5.0], "b": [3.3]})
 
     def test_the_table_format(self):
         measured = {(TWO_ON_ONE, "contiguous"): {("native", 1): 1.0, ("node_leader", 1): 2.0}}

@@ -16,10 +16,14 @@ cliques mode with K cliques (TB_NUM_NODES=K; MPICH: MPIR_CVAR_NUM_CLIQUES=K over
 Layout classes: "contiguous" (tb-bench's contiguous layout: every peer's data one block) and, per
 vector<B> layout, a band of mean bytes per contiguous block ("block<B>"), bounded halfway (in
 log scale) to the next measured B, the largest unbounded. A vector<B> point counts only from 2B
-bytes per peer (below that every peer's data is one block, which is the contiguous class). The
-default layouts include vector256 because the FFT's slab redistribution (tb-bench's slab layout)
-moves blocks of 64 B - 1 KiB from 1 KiB per peer: with only vector64 and vector4K, every slab call
-up to 2 MiB per peer falls into the 64-byte band, whose winners are not the slab's
+bytes per peer (below that every peer's data is one block, which is the contiguous class).
+The slab layout (tb-bench's slab: the FFT's slab redistribution, one side in blocks of 16 B - 1 KiB
+that grow with the size) has no class of its own, since auto cannot tell its calls from a vector's
+of the same blocks: each slab point joins the band holding its blocks at that size, and where a
+band has a slab and a vector<B> point at one size, each algorithm counts with the larger of its two
+worst ratios (the choice must not be far behind on either) and the sum of its two medians. The
+defaults measure the slab and vector256, the band of its blocks from 64 KiB per peer: decided by
+vector64 and vector4K alone, auto ran the slab at up to 2.75x the fastest algorithm
 (docs/auto-and-tuning.md).
 
 Measuring: per (node layout, layout) one tb-bench launch with --interleave --passes R (R =
@@ -59,7 +63,7 @@ agrees once, at prepare). auto's prepared calls look them up first. It doubles t
 
 MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians, with
 native as MPICH's own "scattered" and only the algorithms MPICH has in-tree (pairwise,
-pack_alltoallv, node_leader). What that tree cannot say (a layout class, a split between algorithms
+pack_alltoallv, node_leader); the slab counts there as one more layout. What that tree cannot say (a layout class, a split between algorithms
 that send different messages, an algorithm MPICH lacks, a node layout other than one node or one
 rank per node) is listed as unmapped, in the output and in the table's metadata.
 """
@@ -86,6 +90,7 @@ import mpich_algorithms  # noqa: E402
 FORMAT = "tb-alltoallw-tuning"
 VERSION = 1
 CONTIGUOUS = "contiguous"
+SLAB = "slab"
 # MPICH's in-tree name of each testbed algorithm (native is MPICH's own choice, scattered).
 MPICH_NAMES = {"native": "scattered", "pairwise": "pairwise", "pack_alltoallv": "pack_alltoallv",
                "node_leader": "node_leader"}
@@ -100,7 +105,7 @@ def block_bytes(layout):
     if layout == CONTIGUOUS:
         return None
     if not layout.startswith("vector"):
-        raise ValueError(f"layout {layout!r}: the tuner measures contiguous and vector<B> layouts")
+        raise ValueError(f"layout {layout!r}: the tuner measures contiguous, vector<B> and slab layouts")
     text = layout[len("vector"):]
     scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
     digits = text[:-1] if scale != 1 else text
@@ -109,15 +114,30 @@ def block_bytes(layout):
     return int(digits) * scale
 
 
+def slab_block_bytes(size):
+    """The bytes per block of tb-bench's slab layout at `size` bytes per peer: a row of z
+    complex<double>, z = 2^k the largest with z^3 <= size / 16 (microbench/tb_bench.cpp,
+    RedistributionCase); the other side is contiguous."""
+    elements, k = size // 16, 0
+    while 1 << (3 * (k + 1)) <= elements:
+        k += 1
+    return 16 << k
+
+
 def class_name(layout):
     return CONTIGUOUS if layout == CONTIGUOUS else "block" + layout[len("vector"):]
 
 
+def vector_layouts(layouts):
+    return [x for x in layouts if x not in (CONTIGUOUS, SLAB)]
+
+
 def layout_classes(layouts):
-    """The table's layout_classes for the measured layouts: contiguous, then the block bands."""
+    """The table's layout_classes for the measured layouts: contiguous, then the block bands of the
+    vector<B> layouts (the slab has none of its own: its points join the band of their blocks)."""
     classes = [{"name": CONTIGUOUS, "contiguous": True}] if CONTIGUOUS in layouts else []
-    blocks = sorted({block_bytes(x) for x in layouts if x != CONTIGUOUS})
-    by_block = {block_bytes(x): x for x in layouts if x != CONTIGUOUS}
+    blocks = sorted({block_bytes(x) for x in vector_layouts(layouts)})
+    by_block = {block_bytes(x): x for x in vector_layouts(layouts)}
     for i, b in enumerate(blocks):
         bound = int(math.sqrt(b * blocks[i + 1])) if i + 1 < len(blocks) else None
         classes.append({"name": class_name(by_block[b]), "max_block_bytes": bound, "measured_block_bytes": b})
@@ -214,10 +234,28 @@ def node_layout_of(context, ranks, nodes):
 
 # --- deciding -------------------------------------------------------------------------------------
 
-def usable(layout, size):
-    """Whether a point of `layout` at `size` bytes per peer is of its class (see the docstring)."""
-    b = block_bytes(layout)
-    return b is None or size >= 2 * b
+def point_class(layout, size, classes):
+    """The class a point of `layout` at `size` bytes per peer counts for (see the docstring), or None:
+    a vector<B> layout's own band from 2B bytes per peer; a slab point the band holding its blocks,
+    from two blocks per peer (below, its one block is contiguous data)."""
+    if layout == CONTIGUOUS:
+        return CONTIGUOUS
+    block = slab_block_bytes(size) if layout == SLAB else block_bytes(layout)
+    if size < 2 * block:
+        return None
+    if layout != SLAB:
+        return class_name(layout)
+    bands = [c for c in classes if not c.get("contiguous")]
+    return next((c["name"] for c in bands if c["max_block_bytes"] is None or block <= c["max_block_bytes"]), None)
+
+
+def merge_point(points):
+    """One class's point at one size from several layouts' [(medians {algorithm: s}, worst ratios)]:
+    per algorithm measured in all of them, the sum of the medians and the largest worst ratio, so
+    that the winner is the algorithm never far behind on any of the layouts."""
+    common = set.intersection(*(set(times) for times, _ in points))
+    return ({a: sum(times[a] for times, _ in points) for a in common},
+            {a: max(worst[a] for _, worst in points) for a in common})
 
 
 def winners(by_size, tolerance=0.0):
@@ -375,15 +413,13 @@ def table_entries(measured, tolerance=0.0, one=None, agreements=None):
     `within` of the fastest at no more points than the best single algorithm alone (a tie goes to
     the one algorithm, which needs no agreement)."""
     per_node_layout = {}
-    for (key, layout), times in sorted(measured.items()):
-        medians_, worst_ratios = combined(times)
-        by_size, worst = {}, {}
-        for (algorithm, size), seconds in medians_.items():
-            if usable(layout, size):
-                by_size.setdefault(size, {})[algorithm] = seconds
-                worst.setdefault(size, {})[algorithm] = worst_ratios[(algorithm, size)]
-        if by_size:
-            per_node_layout.setdefault(key, []).append((layout, by_size, worst))
+    for key, classes in class_points(measured).items():
+        for name, at_size in sorted(classes.items()):
+            merged = {size: merge_point(points) for size, points in at_size.items()}
+            by_size = {size: times for size, (times, _) in merged.items() if times}
+            worst = {size: ratios for size, (_, ratios) in merged.items() if ratios}
+            if by_size:
+                per_node_layout.setdefault(key, []).append((name, by_size, worst))
     entries = []
     for key, classes in per_node_layout.items():
         ranks, nodes, per_node = key
@@ -402,15 +438,34 @@ def table_entries(measured, tolerance=0.0, one=None, agreements=None):
                         f"{fraction:.0%} of its points, worst {worst_ratio:.2f}x; per-size bands would be at "
                         f"{banded:.0%} once auto's agreement ({agreements[key] * 1e6:.2f} us per call, measured) "
                         "is added")
-        for layout, by_size, worst in classes:
+        for name, by_size, worst in classes:
             if rule:
-                layout_bands = [whole_band(by_size, worst, algorithm, rule)]
+                class_bands = [whole_band(by_size, worst, algorithm, rule)]
             else:
-                layout_bands = bands(by_size, tolerance, worst)
-            for band in layout_bands:
+                class_bands = bands(by_size, tolerance, worst)
+            for band in class_bands:
                 entries.append({"node_layout": {"ranks": ranks, "nodes": nodes, "ranks_per_node": per_node},
-                                "layout_class": class_name(layout), **band})
+                                "layout_class": name, **band})
     return entries
+
+
+def class_points(measured):
+    """measured (as table_entries takes it) -> {node layout key: {class: {size: [(medians {algorithm:
+    s}, worst ratios {algorithm: r}) of each layout with a point of that class there]}}}."""
+    classes = layout_classes(sorted({layout for _, layout in measured}))
+    out = {}
+    for (key, layout), times in sorted(measured.items()):
+        medians_, worst_ratios = combined(times)
+        at = {}
+        for (algorithm, size), seconds in medians_.items():
+            at.setdefault(size, ({}, {}))
+            at[size][0][algorithm] = seconds
+            at[size][1][algorithm] = worst_ratios[(algorithm, size)]
+        for size, point in at.items():
+            name = point_class(layout, size, classes)
+            if name is not None:
+                out.setdefault(key, {}).setdefault(name, {}).setdefault(size, []).append(point)
+    return out
 
 
 def tuning_table(entries, classes, metadata):
@@ -552,8 +607,9 @@ def parse(argv):
     parser.add_argument("-n", "--ranks", type=int, default=2)
     parser.add_argument("--nodes", default="1,2", help="node layouts: emulated node counts, comma-separated")
     parser.add_argument("-m", "--sizes", default="1:16M", help="bytes per peer, min:max (tb-bench -m)")
-    parser.add_argument("--layouts", default="contiguous,vector64,vector256,vector4K",
-                        help="tb-bench layouts: contiguous and vector<B> (layout classes)")
+    parser.add_argument("--layouts", default="contiguous,vector64,vector256,vector4K,slab",
+                        help="tb-bench layouts: contiguous and vector<B> (layout classes), and slab (its points "
+                             "join the vector bands of its blocks)")
     parser.add_argument("--algorithms", help="comma-separated (default: every registered one but auto)")
     parser.add_argument("--min-time", type=float, default=0.01, help="seconds per pass (Google Benchmark)")
     parser.add_argument("--repetitions", type=int, default=3,
@@ -586,9 +642,13 @@ def parse(argv):
         options.nodes = [int(k) for k in options.nodes.split(",")]
         options.layouts = options.layouts.split(",")
         for layout in options.layouts:
-            block_bytes(layout)
+            if layout != SLAB:
+                block_bytes(layout)
     except ValueError as e:
         parser.error(str(e))
+    if SLAB in options.layouts and not vector_layouts(options.layouts):
+        parser.error("--layouts: the slab's points join the bands of the vector<B> layouts (their blocks' class); "
+                     "add at least one (e.g. vector64,vector256)")
     if options.one_algorithm == "off":
         options.one_algorithm = None
     else:

@@ -14,12 +14,13 @@ store=${1:-results/main/store.jsonl}
 report=$(dirname "$store")/report
 # auto's tuning table for this machine, made once beside the store (experiments/tune.py: the
 # default experiment's sizes, both node layouts, about two minutes); every point runs with it, so
-# the report's auto follows measurements of this machine, not the built-in rule. vector256: the
-# slab redistribution's blocks reach 256 B at these sizes, which the 64-byte band misjudges.
+# the report's auto follows measurements of this machine, not the built-in rule. The slab is
+# measured too, and its points join the bands of its blocks (vector64's, and vector256's, which
+# they reach at these sizes), since the experiment's redistribution calls auto with them.
 table=$(dirname "$store")/tuning.json
 if [ ! -f "$table" ]; then
   mkdir -p "$(dirname "$table")"
-  /usr/bin/python3 experiments/tune.py --build build/mpich -m 16:256K --layouts contiguous,vector64,vector256 \
+  /usr/bin/python3 experiments/tune.py --build build/mpich -m 16:256K --layouts contiguous,vector64,vector256,slab \
     --min-time 0.01 --tolerance 0.1 -o "$table" --mpich-json none
 fi
 table=$(cd "$(dirname "$table")" && pwd)/$(basename "$table")

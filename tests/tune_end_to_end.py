@@ -2,9 +2,10 @@
 """experiments/tune.py end to end on one build (ctest auto.tune.end-to-end): a tiny sweep (2 ranks,
 one node and two emulated nodes, 1-256 B per peer), the table it wrote checked (format, version,
 every node layout and class covered from 0 bytes to unbounded, only registered algorithms, never
-auto, the agreement's cost measured at both node layouts), then tb-bench runs auto with TB_TUNING_TABLE on each node layout and its reported path must
-name the table's choice; without a table it names the built-in rule, and a bad table is an error
-naming the file. Prints "tune end-to-end: ok"."""
+auto, the agreement's cost measured at both node layouts, the slab's points in the 64-byte band at
+sizes where vector64 has none), then tb-bench runs auto with TB_TUNING_TABLE on each node layout
+and its reported path must name the table's choice, on the slab too; without a table it names the
+built-in rule, and a bad table is an error naming the file. Prints "tune end-to-end: ok"."""
 import argparse
 import json
 import os
@@ -40,13 +41,13 @@ def check_table(table, registered):
             check(a[1] + 1 == b[0], f"{key}: bands adjacent: {bands}")
 
 
-def auto_path(options, nodes, env, calls="blocking"):
-    """The path tb-bench reports for auto at 64 B per peer, contiguous (the prepared form's with
-    calls="persistent")."""
-    out = os.path.join(options.out, f"auto-{nodes}-{calls}.json")
+def auto_path(options, nodes, env, calls="blocking", layout="contiguous", size=64):
+    """The path tb-bench reports for auto at `size` bytes per peer on `layout` (the prepared form's
+    with calls="persistent")."""
+    out = os.path.join(options.out, f"auto-{nodes}-{calls}-{layout}.json")
     spec = launch.tool_spec("tb-bench")
     program = launch.check_binary("tb-bench", options.mpi, os.path.join(options.build, "bin"))
-    args = ["--algorithms", "auto", "--layouts", "contiguous", "-m", "64", "-i", "3", "--calls",
+    args = ["--algorithms", "auto", "--layouts", layout, "-m", str(size), "-i", "3", "--calls",
             "persistent" if calls == "persistent" else "blocking"] + launch.output_args(spec, out)
     cmd, job_env = launch.command(spec, program, args, "intra" if nodes == 1 else "cliques", options.mpi, 2,
                                   argparse.Namespace(cliques=nodes, hosts=nodes, hostfile=None), env)
@@ -54,6 +55,27 @@ def auto_path(options, nodes, env, calls="blocking"):
     check(status == 0 or launch.complete_json(out), f"tb-bench with {env} failed ({status})")
     with open(out) as f:
         return json.load(f)["benchmarks"][-1]["label"]
+
+
+def choice_at(table, nodes, layout_class, size, calls="blocking"):
+    """The table's algorithm for a call of `size` bytes per peer in `layout_class` on `nodes` nodes."""
+    return next(e["algorithm"] for e in table["entries"] if e["node_layout"]["nodes"] == nodes
+                and e.get("calls", "blocking") == calls and e["layout_class"] == layout_class
+                and e["bytes_per_peer"][0] <= size and (e["bytes_per_peer"][1] is None or e["bytes_per_peer"][1] >= size))
+
+
+def check_slab(options, table, table_path):
+    """The slab's points joined the 64-byte band (its blocks are 16-32 B at 32-256 B per peer, and
+    vector64 counts only from 128 B), and auto runs the band's choice on a slab call of 256 B."""
+    sizes = {s for e in table["entries"] if e["layout_class"] == "block64" and e.get("calls", "blocking") == "blocking"
+             for s in e["sizes"]}
+    check({32, 64} <= sizes, f"the slab's points at 32 and 64 B in the 64-byte band: {sorted(sizes)}")
+    chosen = choice_at(table, 1, "block64", 256)
+    path = auto_path(options, 1, {"TB_TUNING_TABLE": table_path}, layout="slab", size=256)
+    print(f"tune end-to-end: 1 node, 256 B slab: table {chosen}, tb-bench path {path!r}")
+    # The redistribution's calls are labelled with the Alltoallw they ran.
+    check(path.removeprefix("alltoallw:").startswith("auto -> " + chosen),
+          "auto follows the 64-byte band's entry on the slab")
 
 
 def main():
@@ -66,7 +88,7 @@ def main():
     os.makedirs(options.out, exist_ok=True)
     table_path = os.path.join(options.out, "tuning.json")
     status = tune.main(["--build", options.build, "--mpi", options.mpi, "-n", "2", "--nodes", "1,2", "-m", "1:256",
-                        "--layouts", "contiguous,vector64", "--min-time", "0.001", "--calls", "blocking,persistent",
+                        "--layouts", "contiguous,vector64,slab", "--min-time", "0.001", "--calls", "blocking,persistent",
                         "-o", table_path])
     check(status == 0, f"tune.py exited {status}")
     with open(table_path) as f:
@@ -78,13 +100,11 @@ def main():
           f"auto's agreement priced at both node layouts: {agreements}")
     for nodes in (1, 2):
         for calls, prefix in (("blocking", "auto -> "), ("persistent", "auto (persistent measurements) -> ")):
-            chosen = next(e["algorithm"] for e in table["entries"] if e["node_layout"]["nodes"] == nodes
-                          and e.get("calls", "blocking") == calls and e["layout_class"] == "contiguous"
-                          and (e["bytes_per_peer"][1] is None or e["bytes_per_peer"][1] >= 64)
-                          and e["bytes_per_peer"][0] <= 64)
+            chosen = choice_at(table, nodes, "contiguous", 64, calls)
             path = auto_path(options, nodes, {"TB_TUNING_TABLE": table_path}, calls)
             print(f"tune end-to-end: {nodes} node(s), 64 B contiguous, {calls}: table {chosen}, tb-bench path {path!r}")
             check(path.startswith(prefix + chosen), f"auto follows the table's {calls} entries on {nodes} node(s)")
+    check_slab(options, table, table_path)
     path = auto_path(options, 1, {"TB_TUNING_TABLE": ""})
     check(path == "auto (built-in rule) -> native", f"no table: {path!r}")
     bad = os.path.join(options.out, "bad.json")
