@@ -13,8 +13,8 @@ scripts/build.sh mpich
 store=${1:-results/main/store.jsonl}
 report=$(dirname "$store")/report
 # auto's tuning table for this machine, made once beside the store (experiments/tune.py: the
-# default experiment's sizes, both node layouts, about two minutes); every point runs with it, so
-# the report's auto follows measurements of this machine, not the built-in rule. The slab is
+# default experiment's sizes, both node layouts, two to three minutes); every point runs with it,
+# so the report's auto follows measurements of this machine, not the built-in rule. The slab is
 # measured too, and its points join the bands of its blocks (vector64's, and vector256's, which
 # they reach at these sizes), since the experiment's redistribution calls auto with them.
 table=$(dirname "$store")/tuning.json
