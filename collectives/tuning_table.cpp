@@ -89,27 +89,36 @@ TuningEntry parse_entry(const json& j, std::size_t i, const std::string& path,
     if (a == "auto") invalid(path, where + ": auto cannot choose itself");
   if (j.contains("calls")) {
     const json& calls = j.at("calls");
-    if (calls != "blocking" && calls != "persistent")
-      invalid(path, where + ": \"calls\" must be \"blocking\" or \"persistent\", not " + calls.dump());
-    e.persistent = calls == "persistent";
+    if (calls == "prepared") e.calls = TuningCalls::prepared;
+    else if (calls == "persistent") e.calls = TuningCalls::persistent;
+    else if (calls != "blocking")
+      invalid(path, where + ": \"calls\" must be \"blocking\", \"prepared\" or \"persistent\", not " + calls.dump());
   }
   return e;
 }
 
-// Bands of one (node layout, class) must not overlap: a size has one answer.
+std::string calls_name(TuningCalls calls) {
+  switch (calls) {
+    case TuningCalls::blocking: return "blocking";
+    case TuningCalls::prepared: return "prepared";
+    case TuningCalls::persistent: return "persistent";
+  }
+  return "?";
+}
+
+// Bands of one (node layout, class, calls) must not overlap: a size has one answer.
 void check_bands(std::vector<TuningEntry>& entries, const std::string& path) {
   std::stable_sort(entries.begin(), entries.end(), [](const TuningEntry& a, const TuningEntry& b) {
-    return std::tie(a.layout.ranks, a.layout.nodes, a.layout.ranks_per_node, a.persistent, a.layout_class,
-                    a.min_bytes) < std::tie(b.layout.ranks, b.layout.nodes, b.layout.ranks_per_node, b.persistent,
+    return std::tie(a.layout.ranks, a.layout.nodes, a.layout.ranks_per_node, a.calls, a.layout_class,
+                    a.min_bytes) < std::tie(b.layout.ranks, b.layout.nodes, b.layout.ranks_per_node, b.calls,
                                             b.layout_class, b.min_bytes);
   });
   for (std::size_t i = 1; i < entries.size(); ++i) {
     const TuningEntry &a = entries[i - 1], &b = entries[i];
-    if (!(a.layout == b.layout) || a.layout_class != b.layout_class || a.persistent != b.persistent) continue;
+    if (!(a.layout == b.layout) || a.layout_class != b.layout_class || a.calls != b.calls) continue;
     if (a.max_bytes < 0 || a.max_bytes >= b.min_bytes)
-      invalid(path, std::string("two ") + (a.persistent ? "persistent " : "") + "entries for " + describe(a.layout) +
-                        ", class " + a.layout_class + " overlap at " + std::to_string(b.min_bytes) +
-                        " bytes per peer");
+      invalid(path, "two " + calls_name(a.calls) + " entries for " + describe(a.layout) + ", class " +
+                        a.layout_class + " overlap at " + std::to_string(b.min_bytes) + " bytes per peer");
   }
 }
 
@@ -163,27 +172,33 @@ TuningTable TuningTable::read(const std::string& path) {
   return parse(text.str(), path);
 }
 
-bool TuningTable::has(const TuningNodeLayout& layout, bool persistent) const {
+bool TuningTable::has(const TuningNodeLayout& layout, TuningCalls calls) const {
   return std::any_of(entries_.begin(), entries_.end(),
-                     [&](const TuningEntry& e) { return e.layout == layout && e.persistent == persistent; });
+                     [&](const TuningEntry& e) { return e.layout == layout && e.calls == calls; });
 }
 
-std::vector<const TuningEntry*> TuningTable::entries_at(const TuningNodeLayout& layout) const {
+TuningCalls TuningTable::prepared_calls(const TuningNodeLayout& layout) const {
+  if (has(layout, TuningCalls::persistent)) return TuningCalls::persistent;
+  if (has(layout, TuningCalls::prepared)) return TuningCalls::prepared;
+  return TuningCalls::blocking;
+}
+
+std::vector<const TuningEntry*> TuningTable::entries_at(const TuningNodeLayout& layout, TuningCalls calls) const {
   std::vector<const TuningEntry*> out;
   for (const auto& e : entries_)
-    if (e.layout == layout && !e.persistent) out.push_back(&e);
+    if (e.layout == layout && e.calls == calls) out.push_back(&e);
   return out;
 }
 
 // The class of a call among those with entries at `layout`: contiguous calls take the contiguous
 // class (else the band of the largest blocks); fragmented calls the first band holding their mean
 // block size (else the band of the largest blocks, else the contiguous class).
-std::string TuningTable::class_of(const TuningNodeLayout& layout, const CallClass& call, bool persistent) const {
+std::string TuningTable::class_of(const TuningNodeLayout& layout, const CallClass& call, TuningCalls calls) const {
   const TuningLayoutClass* contiguous = nullptr;
   std::vector<const TuningLayoutClass*> bands;
   for (const auto& c : classes_) {
     const bool used = std::any_of(entries_.begin(), entries_.end(), [&](const TuningEntry& e) {
-      return e.layout == layout && e.layout_class == c.name && e.persistent == persistent;
+      return e.layout == layout && e.layout_class == c.name && e.calls == calls;
     });
     if (!used) continue;
     if (c.contiguous) contiguous = contiguous ? contiguous : &c;
@@ -204,11 +219,11 @@ std::string TuningTable::class_of(const TuningNodeLayout& layout, const CallClas
   return contiguous ? contiguous->name : std::string();
 }
 
-const TuningEntry* TuningTable::find(const TuningNodeLayout& layout, const CallClass& call, bool persistent) const {
-  const std::string klass = class_of(layout, call, persistent);
+const TuningEntry* TuningTable::find(const TuningNodeLayout& layout, const CallClass& call, TuningCalls calls) const {
+  const std::string klass = class_of(layout, call, calls);
   const TuningEntry* best = nullptr;
   for (const auto& e : entries_) {
-    if (!(e.layout == layout) || e.layout_class != klass || e.persistent != persistent) continue;
+    if (!(e.layout == layout) || e.layout_class != klass || e.calls != calls) continue;
     if (!best || distance(e, call.bytes_per_peer) < distance(*best, call.bytes_per_peer)) best = &e;
   }
   return best;

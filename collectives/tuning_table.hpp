@@ -18,9 +18,13 @@
 // every band the nearest band. `alternatives` are the runners-up, fastest first: auto takes the
 // first algorithm this build has registered (ucx_zcopy is absent in builds without UCX).
 //
-// An entry with "calls": "persistent" was measured in the algorithms' prepared forms
-// (experiments/tune.py --calls blocking,persistent); auto's prepared calls look those up first,
-// and blocking calls never see them. "calls" absent or "blocking": measured in the blocking form.
+// "calls" says which calls an entry decides (TuningCalls): absent or "blocking", measured in the
+// blocking form; "persistent", measured in the algorithms' prepared forms (experiments/tune.py
+// --calls blocking,persistent); "prepared", the per-size bands of the blocking measurements, which
+// tune.py keeps where its one-algorithm rule gave a node layout's blocking calls one algorithm
+// (that rule saves blocking calls their per-call agreement; a prepared call agrees once, at
+// prepare). Blocking calls see only blocking entries; a prepared call looks up the persistent
+// entries at its node layout, else the prepared ones, else the blocking ones (prepared_calls).
 //
 // Errors: a missing, unreadable or non-JSON file, the wrong format or version, and any malformed
 // field are std::invalid_argument naming the file (and the entry), never a crash or a default.
@@ -47,12 +51,15 @@ struct TuningLayoutClass {
   std::int64_t max_block_bytes = -1;  // fragmented bands: upper bound of mean block bytes; -1 = unbounded
 };
 
+// Which calls an entry decides: the table's "calls" (see the header comment).
+enum class TuningCalls { blocking, prepared, persistent };
+
 struct TuningEntry {
   TuningNodeLayout layout;
   std::string layout_class;
   std::int64_t min_bytes = 0, max_bytes = -1;  // bytes per peer, inclusive; max -1 = unbounded
   std::vector<std::string> algorithms;          // the choice first, then the alternatives
-  bool persistent = false;                      // "calls": "persistent"
+  TuningCalls calls = TuningCalls::blocking;
 };
 
 // What auto classifies a call by (agreed over the ranks where that matters).
@@ -71,15 +78,20 @@ class TuningTable {
   static TuningTable parse(const std::string& text, const std::string& path);
 
   const std::string& path() const { return path_; }
-  // Whether the table has entries of the kind (blocking or persistent) at `layout`.
-  bool has(const TuningNodeLayout& layout, bool persistent = false) const;
+  // Whether the table has entries of the kind at `layout`.
+  bool has(const TuningNodeLayout& layout, TuningCalls calls = TuningCalls::blocking) const;
+  // The kind of entries a prepared call looks up at `layout`: persistent, else prepared, else blocking.
+  TuningCalls prepared_calls(const TuningNodeLayout& layout) const;
   // The entry of the kind for a call: nullptr only when there is none of that kind at the layout.
-  const TuningEntry* find(const TuningNodeLayout& layout, const CallClass& call, bool persistent = false) const;
-  // The blocking entries at one node layout, for auto's "one algorithm everywhere" test.
-  std::vector<const TuningEntry*> entries_at(const TuningNodeLayout& layout) const;
+  const TuningEntry* find(const TuningNodeLayout& layout, const CallClass& call,
+                          TuningCalls calls = TuningCalls::blocking) const;
+  // The entries of the kind at one node layout, for auto's "one algorithm everywhere" test.
+  std::vector<const TuningEntry*> entries_at(const TuningNodeLayout& layout,
+                                             TuningCalls calls = TuningCalls::blocking) const;
   // The class name a call falls into, of those the table's entries of the kind have at `layout`
   // (empty: none).
-  std::string class_of(const TuningNodeLayout& layout, const CallClass& call, bool persistent = false) const;
+  std::string class_of(const TuningNodeLayout& layout, const CallClass& call,
+                       TuningCalls calls = TuningCalls::blocking) const;
 
  private:
   std::string path_;

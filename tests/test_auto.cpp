@@ -198,6 +198,59 @@ TEST(Auto, UnequalSizesPerRankStillRunOneAlgorithm) {
   std::remove(path.c_str());
 }
 
+// The same for a prepared call where only the entries a prepared call looks up depend on the
+// class: the blocking entries are one algorithm (no agreement for blocking calls), the persistent
+// (or prepared) ones split by size, so the prepared call must still agree. The paths are compared
+// before any start, so a missing agreement fails here rather than hanging in mismatched exchanges.
+TEST(Auto, UnequalSizesPerRankStillPrepareOneAlgorithm) {
+  for (const std::string kind : {"persistent", "prepared"}) {
+    const std::string calls = "\"calls\": \"" + kind + "\"";
+    const std::string path =
+        write_table("unequal_" + kind, entry("contiguous", "[0, null]", "pairwise") + "," +
+                                           entry("contiguous", "[0, 64]", "pairwise", calls) + "," +
+                                           entry("contiguous", "[65, null]", "pack_alltoallv", calls));
+    test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+    const int rank = test::world_rank();
+    const auto ints = [rank](int p) { return p == rank && rank != 0 ? 1000 : 1; };
+    Exchange call(ints, ints);
+    const std::vector<int> expect = call.native();
+    auto algorithm = make_alltoallw("auto");
+    auto prepared = algorithm->prepare(call.args());
+    const std::string how = kind == "persistent" ? "persistent measurements" : "per-size bands for prepared calls";
+    const std::string chosen = test::world_size() > 1 ? "pack_alltoallv" : "pairwise";
+    EXPECT_TRUE(starts_with(prepared->last_path(), "auto (" + how + ") -> " + chosen)) << prepared->last_path();
+    ASSERT_TRUE(same_on_every_rank(prepared->last_path())) << prepared->last_path();
+    std::fill(call.received().begin(), call.received().end(), -1);
+    prepared->start();
+    EXPECT_EQ(call.received(), expect) << kind;
+    EXPECT_EQ(call.run(*algorithm), expect) << kind;  // blocking calls take the blocking entry
+    EXPECT_TRUE(starts_with(algorithm->last_path(), "auto -> pairwise")) << algorithm->last_path();
+    std::remove(path.c_str());
+  }
+}
+
+// A prepared call looks up the persistent entries first, then the prepared ones, then the
+// blocking ones: each table below differs from the one before by one more kind of entry.
+TEST(Auto, PreparedCallsTakePersistentThenPreparedThenBlockingEntries) {
+  const std::string blocking = entry("contiguous", "[0, null]", "pairwise");
+  const std::string prepared = entry("contiguous", "[0, null]", "pack_alltoallv", "\"calls\": \"prepared\"");
+  const std::string persistent = entry("contiguous", "[0, null]", "native", "\"calls\": \"persistent\"");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {blocking, "auto -> pairwise"},
+      {blocking + "," + prepared, "auto (per-size bands for prepared calls) -> pack_alltoallv"},
+      {blocking + "," + prepared + "," + persistent, "auto (persistent measurements) -> native"},
+  };
+  Exchange call = uniform_exchange(50);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = write_table("order" + std::to_string(i), cases[i].first);
+    test::ScopedEnv table("TB_TUNING_TABLE", path.c_str());
+    auto algorithm = make_alltoallw("auto");
+    auto started = algorithm->prepare(call.args());
+    EXPECT_TRUE(starts_with(started->last_path(), cases[i].second)) << i << ": " << started->last_path();
+    std::remove(path.c_str());
+  }
+}
+
 // The same agreement, counted: on one node through shared memory (NodeMax), and with
 // TB_AUTO_AGREEMENT=each-call-allreduce through MPI_Allreduce, both to the same choice.
 TEST(Auto, OnOneNodeTheAgreementGoesThroughSharedMemory) {
@@ -330,6 +383,10 @@ TEST(Auto, BadTablesAreClearErrors) {
        write_table("poverlap", entry("contiguous", "[0, null]", "pairwise", "\"calls\": \"persistent\"") + "," +
                                    entry("contiguous", "[8, 9]", "native", "\"calls\": \"persistent\"")),
        "two persistent entries"},
+      {"prepared overlap",
+       write_table("preoverlap", entry("contiguous", "[0, null]", "pairwise", "\"calls\": \"prepared\"") + "," +
+                                     entry("contiguous", "[8, 9]", "native", "\"calls\": \"prepared\"")),
+       "two prepared entries"},
   };
   const std::string not_json = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_not_json.json";
   std::ofstream(not_json) << "{ not json";

@@ -155,7 +155,9 @@ struct AutoState {
   bool facts_made = false;
   const TuningTable* facts_table = nullptr;  // the table the next two were worked out for (nullptr: none)
   bool has_layout = false;                   // the table has entries at this node layout
-  bool depends = false;                      // the choice can differ between classes: agree per call
+  bool depends = false;                      // a blocking call's choice can differ between classes: agree
+  TuningCalls prepared_calls = TuningCalls::blocking;  // the entries a prepared call looks up here
+  bool prepared_depends = false;             // the same for a prepared call: agree at prepare
   std::array<ClassMemo, 4> memos;            // the redistribution and the FFT alternate a few signatures
   std::size_t next_memo = 0;
   bool node_max_made = false;
@@ -193,20 +195,30 @@ AutoState& state_of(MPI_Comm comm) {
   return state;
 }
 
-// The table's entries at this layout all resolve to one algorithm this build has: no agreement.
-// Entries none of whose algorithms this build has fall to the rule, which may depend on the class.
+// Whether the table's entries of the kind at `layout` can choose differently between classes:
+// not where they all resolve to one algorithm this build has. Entries none of whose algorithms
+// this build has fall to the rule, which may depend on the class.
+bool choice_depends_on_class(const TuningTable& table, const TuningNodeLayout& layout, TuningCalls calls) {
+  const auto entries = table.entries_at(layout, calls);
+  const std::string first = resolve(*entries.front());
+  const bool uniform = std::all_of(entries.begin(), entries.end(), [&](const auto* e) { return resolve(*e) == first; });
+  return !uniform || (first.empty() && builtin_depends_on_class(layout));
+}
+
+// Worked out per kind of call: a table whose blocking entries are one algorithm may still split
+// its prepared calls by class (its persistent or prepared entries), and then they must agree.
 void AutoState::make_facts(const TuningTable* table) {
   facts_made = true;
   facts_table = table;
   has_layout = table != nullptr && table->has(layout);
   if (!has_layout) {
-    depends = builtin_depends_on_class(layout);
+    depends = prepared_depends = builtin_depends_on_class(layout);
+    prepared_calls = TuningCalls::blocking;
     return;
   }
-  const auto entries = table->entries_at(layout);
-  const std::string first = resolve(*entries.front());
-  const bool uniform = std::all_of(entries.begin(), entries.end(), [&](const auto* e) { return resolve(*e) == first; });
-  depends = !uniform || (first.empty() && builtin_depends_on_class(layout));
+  depends = choice_depends_on_class(*table, layout, TuningCalls::blocking);
+  prepared_calls = table->prepared_calls(layout);
+  prepared_depends = choice_depends_on_class(*table, layout, prepared_calls);
 }
 
 const CallClass& AutoState::classify(const AlltoallwArgs& args, const AlltoallwComm& comm) {
@@ -241,16 +253,21 @@ CallClass AutoState::agree(const CallClass& mine, MPI_Comm comm, AutoAgreement h
 }
 
 // The decision for an (agreed) class: the table's entry, else the built-in rule with its reason.
-// A prepared call takes the table's persistent entries where it has them at this node layout.
+// A prepared call takes the entries state.prepared_calls names, and says so where they are not
+// the blocking ones.
 AutoAlltoallw::Decision decide(const AutoState& state, const TuningTable* table, const CallClass& call,
                                bool prepared) {
   if (!table) return {builtin_choice(state.layout, call), "built-in rule"};
   if (!state.has_layout)
     return {builtin_choice(state.layout, call), "built-in rule: the table has no entry for " + describe(state.layout)};
-  const bool persistent = prepared && table->has(state.layout, true);
-  const TuningEntry* entry = table->find(state.layout, call, persistent);
+  const TuningCalls calls = prepared ? state.prepared_calls : TuningCalls::blocking;
+  const TuningEntry* entry = table->find(state.layout, call, calls);
   const std::string chosen = resolve(*entry);
-  if (!chosen.empty()) return {chosen, persistent ? "persistent measurements" : ""};
+  if (!chosen.empty()) {
+    if (calls == TuningCalls::persistent) return {chosen, "persistent measurements"};
+    if (calls == TuningCalls::prepared) return {chosen, "per-size bands for prepared calls"};
+    return {chosen, ""};
+  }
   return {builtin_choice(state.layout, call),
           "built-in rule: the table's " + entry->algorithms.front() + " is not in this build"};
 }
@@ -287,11 +304,12 @@ AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const Al
   CallClass call = state.classify(args, comm);
   const AutoAgreement agreement = settings().auto_agreement.get();
   const bool assume = agreement == AutoAgreement::assume_same;
-  if (comm.size > 1 && state.depends && !assume) call = state.agree(call, args.comm, agreement);
+  const bool depends = prepared ? state.prepared_depends : state.depends;
+  if (comm.size > 1 && depends && !assume) call = state.agree(call, args.comm, agreement);
   for (Recent& r : recent_)
     if (r.comm_serial == state.serial && r.table == table && r.call == call && r.assumed == assume &&
         r.prepared == prepared) {
-      if (assume && state.depends && settings().checked.get()) verify_same_choice(r.decision.algorithm, args.comm);
+      if (assume && depends && settings().checked.get()) verify_same_choice(r.decision.algorithm, args.comm);
       return r;
     }
   Recent r;
@@ -301,7 +319,7 @@ AutoAlltoallw::Recent& AutoAlltoallw::choose(const AlltoallwArgs& args, const Al
   r.assumed = assume;
   r.prepared = prepared;
   r.decision = decide(state, table, call, prepared);
-  if (assume && state.depends && comm.size > 1) {
+  if (assume && depends && comm.size > 1) {
     if (settings().checked.get()) verify_same_choice(r.decision.algorithm, args.comm);
     r.decision.how = r.decision.how.empty() ? "assume-same" : r.decision.how + "; assume-same";
   }

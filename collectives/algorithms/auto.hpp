@@ -45,7 +45,11 @@
 // prepared form then runs every start, and the path says "auto -> <its prepared path>". Where the
 // table has entries measured in the prepared forms ("calls": "persistent", tune.py --calls
 // blocking,persistent) at this node layout, a prepared call looks those up, and the path says
-// "auto (persistent measurements) -> ...".
+// "auto (persistent measurements) -> ..."; else, where it has the per-size bands tune.py keeps for
+// prepared calls when its one-algorithm rule took the blocking ones ("calls": "prepared"), those,
+// and the path says "auto (per-size bands for prepared calls) -> ...". Whether the ranks must agree
+// is decided per kind of call: blocking entries of one algorithm spare blocking calls the
+// agreement, while prepared calls still agree wherever their own entries split by class.
 // auto never chooses itself, and skips a table's choice this build lacks (ucx_zcopy without
 // UCX) for the entry's next alternative. Wins: wherever the measured winner changes with size,
 // layout or node layout; costs the agreement on small calls.
