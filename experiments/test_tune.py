@@ -172,6 +172,28 @@ class Decisions(unittest.TestCase):
         self.assertEqual([e["algorithm"] for e in cheap], ["a", "b"])    # 1.01x: the bands win
         self.assertEqual([e["algorithm"] for e in tune.table_entries(measured, one=(0.9, 0.1, 1.25))], ["a", "b"])
 
+    def test_where_one_algorithm_takes_the_blocking_calls_prepared_calls_keep_the_bands(self):
+        # The measured agreement makes "a" take every blocking call; prepared calls agree once, so
+        # they get the per-size bands (a below 8 B, b from 8 B), marked as theirs; a node layout
+        # the rule leaves to bands gets no prepared entries.
+        two = (2, 2, 1)
+        times = {("a", s): 1.0 if s < 8 else 1.3 for s in (1, 2, 4, 8, 16)}
+        times.update({("b", s): 1.3 if s < 8 else 1.0 for s in (1, 2, 4, 8, 16)})
+        measured = {(two, "contiguous"): times,
+                    (TWO_ON_ONE, "contiguous"): {("a", 1): 1.0, ("b", 1): 2.0, ("a", 64): 3.0, ("b", 64): 1.0}}
+        entries = tune.table_entries(measured, one=(0.9, 0.1, 1.25), agreements={two: 0.5}, prepared_bands=True)
+        at_two = [(e.get("calls", "blocking"), e["bytes_per_peer"], e["algorithm"]) for e in entries
+                  if e["node_layout"]["nodes"] == 2]
+        self.assertEqual(at_two, [("blocking", [0, None], "a"), ("prepared", [0, 4], "a"), ("prepared", [5, None], "b")])
+        prepared = [e for e in entries if e.get("calls") == "prepared"]
+        self.assertTrue(all(e["rule"] == tune.PREPARED_BANDS_RULE for e in prepared))
+        self.assertEqual(prepared[1]["median_s"], {"a": [1.3, 1.3], "b": [1.0, 1.0]})
+        self.assertFalse([e for e in entries if e["node_layout"]["nodes"] == 1 and "calls" in e])
+        without = tune.table_entries(measured, one=(0.9, 0.1, 1.25), agreements={two: 0.5})
+        self.assertFalse([e for e in without if "calls" in e])
+        self.assertIn("prepared calls (blocking measurements), 2 ranks, 2 node(s), contiguous, >= 5 B per peer: b",
+                      "\n".join(tune.decision_lines(entries)))
+
     def test_algorithms_measured_at_different_points_never_count_as_measured_everywhere(self):
         classes = [("contiguous", {1: {"a": 1.0}, 2: {"b": 1.0}}, {1: {"a": 1.0}, 2: {"b": 1.0}})]
         self.assertIsNone(tune.one_algorithm(classes, 0.9, 0.1, 1.25))
@@ -254,6 +276,12 @@ class Options(unittest.TestCase):
                 tune.parse(["--one-algorithm", bad])
         self.assertEqual(tune.parse([]).one_algorithm, (0.9, 0.1, 1.25))
         self.assertIsNone(tune.parse(["--one-algorithm", "off"]).one_algorithm)
+        stderr = io.StringIO()
+        with self.assertRaises(SystemExit), redirect_stderr(stderr):
+            tune.parse(["--layouts", "contiguous,slab"])  # the slab's points need a vector<B> band to join
+        self.assertIn("the slab's points join the bands of the vector<B> layouts", stderr.getvalue())
+        self.assertEqual(tune.parse(["--layouts", "contiguous,vector64,slab"]).layouts,
+                         ["contiguous", "vector64", "slab"])
         self.assertEqual(tune.bench_args(tune.parse(["--repetitions", "5"]), ["native"], "contiguous", "o.json")[7:9],
                          ["--passes", "5"])
 

@@ -54,18 +54,23 @@ so that it agrees on every call) beside pairwise, the algorithm it then runs, at
 the median difference is the agreement's cost per call. Where the bands, that cost added to every
 call, would be within WITHIN of the fastest at no more points than the best single algorithm alone
 (largest share, then smallest worst ratio), that algorithm takes the node layout too, even if it
-misses WORST somewhere: the bands then miss it at every small size. "off" keeps the per-size bands and measures nothing more.
+misses WORST somewhere: the bands then miss it at every small size. "off" keeps the per-size bands
+and measures nothing more. The rule is for blocking calls only: where it takes a node layout, the
+per-size bands stay in the table as "calls": "prepared" entries, which auto's prepared calls (the
+redistribution's and the FFT's, MPI_Alltoallw_init) look up, since they agree once, at prepare.
 
 Prepared forms (--calls blocking,persistent): every tb-bench launch also times each algorithm's
 prepared form (<algorithm>:persistent), and the table gets a second set of entries, "calls":
 "persistent", decided by the same rule from those times (no one-algorithm rule: a prepared call
-agrees once, at prepare). auto's prepared calls look them up first. It doubles the tuning time.
+agrees once, at prepare). auto's prepared calls look them up first, so no "prepared" entries are
+written then. It doubles the tuning time.
 
-MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians, with
-native as MPICH's own "scattered" and only the algorithms MPICH has in-tree (pairwise,
-pack_alltoallv, node_leader); the slab counts there as one more layout. What that tree cannot say (a layout class, a split between algorithms
-that send different messages, an algorithm MPICH lacks, a node layout other than one node or one
-rank per node) is listed as unmapped, in the output and in the table's metadata.
+MPICH selection (--mpich-json): analysis/mpich_algorithms.py's tree code on the same medians (the
+blocking entries), with native as MPICH's own "scattered" and only the algorithms MPICH has in-tree
+(pairwise, pack_alltoallv, node_leader); the slab counts there as one more layout. What that tree
+cannot say (a layout class, a split between algorithms that send different messages, an algorithm
+MPICH lacks, a node layout other than one node or one rank per node) is listed as unmapped, in the
+output and in the table's metadata.
 """
 import argparse
 import datetime
@@ -405,13 +410,21 @@ def best_single(classes, within):
     return algorithm, share, -worst
 
 
-def table_entries(measured, tolerance=0.0, one=None, agreements=None):
+PREPARED_BANDS_RULE = ("per-size bands of the blocking measurements, for prepared calls: they agree once, at "
+                       "prepare, so the one-algorithm rule that took this node layout's blocking calls does not "
+                       "hold for them")
+
+
+def table_entries(measured, tolerance=0.0, one=None, agreements=None, prepared_bands=False):
     """measured: {(node layout key tuple, layout): {(algorithm, size): s}, or a list of those, one per
     launch} -> the table's entries. `one`: (share, within, worst) of the one-algorithm rule, or None;
     `agreements`: {node layout key: seconds auto's per-call agreement costs there} (measured), with
     which a node layout also gets one algorithm where its bands, agreement added, would be within
     `within` of the fastest at no more points than the best single algorithm alone (a tie goes to
-    the one algorithm, which needs no agreement)."""
+    the one algorithm, which needs no agreement). `prepared_bands`: where the rule takes a node
+    layout, also keep its per-size bands as "calls": "prepared" entries, for prepared calls, which
+    agree once at prepare and so do not pay what the rule saves (without persistent measurements,
+    the best a prepared call has)."""
     per_node_layout = {}
     for key, classes in class_points(measured).items():
         for name, at_size in sorted(classes.items()):
@@ -438,14 +451,16 @@ def table_entries(measured, tolerance=0.0, one=None, agreements=None):
                         f"{fraction:.0%} of its points, worst {worst_ratio:.2f}x; per-size bands would be at "
                         f"{banded:.0%} once auto's agreement ({agreements[key] * 1e6:.2f} us per call, measured) "
                         "is added")
+        node_layout = {"ranks": ranks, "nodes": nodes, "ranks_per_node": per_node}
         for name, by_size, worst in classes:
             if rule:
                 class_bands = [whole_band(by_size, worst, algorithm, rule)]
             else:
                 class_bands = bands(by_size, tolerance, worst)
-            for band in class_bands:
-                entries.append({"node_layout": {"ranks": ranks, "nodes": nodes, "ranks_per_node": per_node},
-                                "layout_class": name, **band})
+            entries += [{"node_layout": node_layout, "layout_class": name, **band} for band in class_bands]
+            if rule and prepared_bands:
+                entries += [{"node_layout": node_layout, "layout_class": name, **band, "calls": "prepared",
+                             "rule": PREPARED_BANDS_RULE} for band in bands(by_size, tolerance, worst)]
     return entries
 
 
@@ -479,7 +494,8 @@ def decision_lines(entries):
         n = e["node_layout"]
         lo, hi = e["bytes_per_peer"]
         size = f"{lo}-{hi} B" if hi is not None else f">= {lo} B"
-        calls = "prepared calls, " if e.get("calls") == "persistent" else ""
+        calls = {"persistent": "prepared calls, ", "prepared": "prepared calls (blocking measurements), "}.get(
+            e.get("calls"), "")
         lines.append(f"  {calls}{n['ranks']} ranks, {n['nodes']} node(s), {e['layout_class']}, {size} per peer: "
                      f"{e['algorithm']}" + (f" (then {', '.join(e['alternatives'])})" if e["alternatives"] else ""))
     return lines
@@ -773,7 +789,8 @@ def main(argv=None):
             raise ValueError("--algorithms: auto cannot be measured for its own table")
         measured, prepared, context, runs, keys = measure(options, algorithms)
         agreements = measure_agreements(options, keys) if options.one_algorithm else {}
-        entries = table_entries(measured, options.tolerance, options.one_algorithm, agreements)
+        entries = table_entries(measured, options.tolerance, options.one_algorithm, agreements,
+                                prepared_bands=not prepared)
         entries += [{**e, "calls": "persistent"} for e in table_entries(prepared, options.tolerance)]
         meta = metadata(options, context, runs, algorithms, argv)
         meta["agreement_s"] = {f"{k[0]} ranks, {k[1]} nodes": round(s, 9) for k, s in agreements.items()}
@@ -781,7 +798,7 @@ def main(argv=None):
             generic = options.generic or next((p for p in GENERIC_JSON if os.path.isfile(p)), None)
             if generic is None:
                 raise ValueError("no MPICH generic.json found: pass --generic, or --mpich-json none")
-            blocking = [e for e in entries if e.get("calls") != "persistent"]
+            blocking = [e for e in entries if e.get("calls", "blocking") == "blocking"]
             meta["mpich_selection"] = write_mpich_selection(options.mpich_json, generic, measured, blocking,
                                                             options.ranks, options.uniform)
         meta["wall_s"] = round(time.time() - started, 1)
