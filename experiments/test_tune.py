@@ -262,6 +262,19 @@ class MpichSelection(unittest.TestCase):
 
 
 class Options(unittest.TestCase):
+    def test_the_table_file_is_written_whole_with_the_usual_mode(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.json")
+            old = os.umask(0o022)
+            try:
+                tune.write_json(path, {"x": 1})
+            finally:
+                os.umask(old)
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o644)
+            with open(path) as f:
+                self.assertEqual(json.load(f), {"x": 1})
+            self.assertEqual(os.listdir(tmp), ["t.json"])  # no temporary file left
+
     def test_defaults_and_errors(self):
         o = tune.parse(["--build", "/x/build/h-auto-ompi"])
         self.assertEqual(o.mpi, "openmpi")

@@ -603,11 +603,16 @@ def metadata(options, context, runs, algorithms, argv):
 
 
 def write_json(path, doc):
+    """Writes `path` whole or not at all, with the mode a plain open() would give it (a temporary
+    file is private to its owner)."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(f.name, 0o666 & ~umask)
     os.replace(f.name, path)
 
 
