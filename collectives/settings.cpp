@@ -154,6 +154,10 @@ Settings read_environment() {
                                      {"each-call-allreduce", AutoAgreement::each_call_allreduce},
                                      {"assume-same", AutoAgreement::assume_same}},
                                     "each-call, each-call-allreduce or assume-same");
+  s.redistribution_agreement = choice_setting("TB_REDISTRIBUTION_AGREEMENT", RedistributionAgreement::each_call,
+                                              {{"each-call", RedistributionAgreement::each_call},
+                                               {"assume-same", RedistributionAgreement::assume_same}},
+                                              "each-call or assume-same");
   s.algorithm_plugins = path_list("TB_ALGORITHM_PLUGINS");
   s.alltoallw_verbose = integer_setting<int>("TB_ALLTOALLW_VERBOSE", 0, 0, 2, "0, 1 or 2");
   s.alltoallw_record = text_setting("TB_ALLTOALLW_RECORD");
@@ -215,7 +219,7 @@ void reload_settings() { current() = read_environment(); }
 void check_settings() {
   const Settings& s = settings();
   for (const std::string* error :
-       {&s.alltoallw.error(), &s.tuning_table.error(), &s.auto_agreement.error(), &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(),
+       {&s.alltoallw.error(), &s.tuning_table.error(), &s.auto_agreement.error(), &s.redistribution_agreement.error(), &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(),
         &s.checked.error(),         &s.ranks_per_node.error(), &s.num_nodes.error(), &s.node_order.error(), &s.node_leaders.error(),
         &s.node_leader_copy.error(), &s.streaming_stores.error(), &s.ucx_pack_below.error(),
         &s.ucx_timeout_s.error(), &s.conformance_seed.error(), &s.conformance_cases.error(),

@@ -56,6 +56,7 @@ enum class NodeOrder { block, round_robin };
 enum class NodeLeaderCopy { automatic, staged };
 enum class StreamingStores { automatic, never, always };
 enum class AutoAgreement { each_call, each_call_allreduce, assume_same };
+enum class RedistributionAgreement { each_call, assume_same };
 
 struct NodeLeaderRule {
   bool numa = false;  // the first rank bound inside each NUMA domain leads
@@ -66,6 +67,7 @@ struct Settings {
   Setting<std::string> alltoallw;                       // TB_ALLTOALLW ("" = native)
   Setting<std::string> tuning_table;                    // TB_TUNING_TABLE ("" = auto's built-in rule)
   Setting<AutoAgreement> auto_agreement;                // TB_AUTO_AGREEMENT
+  Setting<RedistributionAgreement> redistribution_agreement;  // TB_REDISTRIBUTION_AGREEMENT
   Setting<std::vector<std::string>> algorithm_plugins;  // TB_ALGORITHM_PLUGINS
   Setting<int> alltoallw_verbose;                       // TB_ALLTOALLW_VERBOSE
   Setting<std::string> alltoallw_record;                // TB_ALLTOALLW_RECORD ("" = off)

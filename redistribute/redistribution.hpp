@@ -91,7 +91,9 @@ enum class AlltoallwCalls { persistent, blocking };
 // blocking; the second call in a row with the same pair prepares the algorithm's call for them
 // (AlltoallwAlgorithm::prepare) and starts it, and later ones start it. Whether every rank passes
 // the same arrays as last time is agreed with one MPI_Allreduce of a flag per call, since a rank
-// that prepares anew while another starts would wait forever.
+// that prepares anew while another starts would wait forever. TB_REDISTRIBUTION_AGREEMENT=
+// assume-same drops that agreement: the application asserts its ranks change arrays together
+// (TB_CHECKED=1 verifies it and throws on every rank where it is false).
 class SubarrayRedistribution final : public Redistribution {
  public:
   // algorithm: registry name; empty = default ($TB_ALLTOALLW, else native).

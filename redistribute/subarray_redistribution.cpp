@@ -4,9 +4,11 @@
 // No local transposes: the datatypes describe the rearrangement.
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
+#include "collectives/settings.hpp"
 #include "redistribute/redistribution.hpp"
 
 #include <climits>
+#include <stdexcept>
 
 namespace tb {
 namespace {
@@ -38,6 +40,26 @@ void make_box_type(const std::vector<std::int64_t>& shape, const Box& box, MPI_D
     throw;
   }
   count = 1;
+}
+
+// Whether every rank passes the same arrays as at its last call, given this rank's answer. One
+// MPI_Allreduce per call, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: the application then
+// asserts that its ranks change their arrays together, and this rank's answer stands for all.
+// Under TB_CHECKED=1 the assertion is verified (the allreduce again) and every rank throws alike
+// where it is false, rather than one rank starting the prepared call while another prepares anew.
+bool same_arrays_everywhere(bool mine, MPI_Comm comm) {
+  const bool assume = settings().redistribution_agreement.get() == RedistributionAgreement::assume_same;
+  if (assume && !settings().checked.get()) return mine;
+  const int in[2] = {mine ? 1 : 0, mine ? -1 : 0};
+  int low[2] = {0, 0};
+  TB_MPI_CHECK(PMPI_Allreduce(in, low, 2, MPI_INT, MPI_MIN, comm));
+  const bool all = low[0] == 1, any = low[1] == -1;
+  if (assume && all != any)
+    throw std::invalid_argument(
+        "SubarrayRedistribution: TB_REDISTRIBUTION_AGREEMENT=assume-same, but some ranks passed the arrays of "
+        "their last call and others new ones; change the arrays on every rank together, or unset "
+        "TB_REDISTRIBUTION_AGREEMENT");
+  return all;
 }
 
 }  // namespace
@@ -101,9 +123,8 @@ void SubarrayRedistribution::exchange(const AlltoallwArgs& args, Prepared& prepa
     algorithm_->run(args);
     return;
   }
-  int mine = prepared.from == args.sendbuf && prepared.to == args.recvbuf ? 1 : 0, all = 0;
-  TB_MPI_CHECK(PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, comm()));
-  if (all == 0) {
+  const bool mine = prepared.from == args.sendbuf && prepared.to == args.recvbuf;
+  if (!same_arrays_everywhere(mine, comm())) {
     prepared.call.reset();
     prepared.from = args.sendbuf;
     prepared.to = args.recvbuf;

@@ -9,8 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace tb {
 namespace {
@@ -241,6 +244,68 @@ TEST(Redistribution, TypedBuffersAreCheckedForTypeSizeAndOverlap) {
   fill_global_pattern(in, ElementType::f64, a.data());
   plan.forward<double>(std::span<const double>(a), std::span<double>(b));
   EXPECT_EQ(sum_over_ranks(count_pattern_mismatches(out, ElementType::f64, b.data())), 0);
+}
+
+// One forward call of `plan` from `from` into `to` (the source filled with the global pattern,
+// the destination cleared): the global number of wrong elements.
+std::int64_t forward_errors(Redistribution& plan, std::vector<std::byte>& from, std::vector<std::byte>& to) {
+  const ElementType t = plan.element_type();
+  std::fill(from.begin(), from.end(), std::byte{0});
+  std::fill(to.begin(), to.end(), std::byte{0x5A});
+  fill_global_pattern(plan.input(), t, from.data());
+  plan.forward(from.data(), to.data());
+  return sum_over_ranks(count_pattern_mismatches(plan.output(), t, to.data()));
+}
+
+// The prepared path (AlltoallwCalls::persistent, the default): the second call in a row with the
+// same arrays prepares the call and later ones start it; a call where rank 0 alone passes other
+// arrays runs blocking on every rank (the ranks agree on it), and the next call with the first
+// arrays runs blocking again before it prepares anew. A start bound to rank 0's old arrays would
+// leave its new destination uncleared; paths that differ between ranks would hang or mix.
+TEST(Redistribution, PreparedCallsFollowArraysThatOneRankChanges) {
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
+  Pencil in(grid, {8, 6, 4}, 2);
+  Pencil out = in.realigned(0);
+  const ElementType t = ElementType::f64;
+  for (const std::string method : {"pairwise", "native"}) {
+    SubarrayRedistribution plan(in, out, t, method);
+    auto a = buffer(in, t, std::byte{0}), b = buffer(out, t, std::byte{0});
+    auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(out, t, std::byte{0});
+    for (int call = 1; call <= 7; ++call) {
+      const bool other = call == 4 && world_rank() == 0;
+      EXPECT_EQ(forward_errors(plan, other ? a2 : a, other ? b2 : b), 0) << method << " call " << call;
+      const bool started = call == 3 || call == 7;  // prepared at calls 2 and 6, started from then
+      if (call >= 2) {
+        EXPECT_EQ(plan.method().find("persistent") != std::string::npos, started || call == 2 || call == 6)
+            << method << " call " << call << ": " << plan.method();
+      }
+    }
+  }
+}
+
+// TB_REDISTRIBUTION_AGREEMENT=assume-same drops that per-call agreement: repeated calls still
+// prepare and start. Under TB_CHECKED=1 a call where one rank alone changes its arrays is an error
+// on every rank, naming the setting, and the plan goes on with the next good call.
+TEST(Redistribution, AssumeSameSkipsTheAgreementAndCheckedModeCatchesAFalseAssertion) {
+  test::ScopedEnv assume("TB_REDISTRIBUTION_AGREEMENT", "assume-same");
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
+  Pencil in(grid, {8, 6, 4}, 2);
+  const ElementType t = ElementType::c64;
+  SubarrayRedistribution plan(in, in.realigned(0), t, "pairwise");
+  auto a = buffer(in, t, std::byte{0}), b = buffer(plan.output(), t, std::byte{0});
+  auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(plan.output(), t, std::byte{0});
+  for (int call = 1; call <= 3; ++call) EXPECT_EQ(forward_errors(plan, a, b), 0) << "call " << call;
+  EXPECT_NE(plan.method().find("persistent"), std::string::npos) << plan.method();
+  if (world_size() < 2) return;  // one rank cannot disagree with itself
+  test::ScopedEnv checked("TB_CHECKED", "1");
+  const bool other = world_rank() == 0;
+  try {
+    forward_errors(plan, other ? a2 : a, other ? b2 : b);
+    ADD_FAILURE() << "a call where rank 0 alone changed its arrays was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("TB_REDISTRIBUTION_AGREEMENT=assume-same"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(forward_errors(plan, a, b), 0);
 }
 
 TEST(Redistribution, RejectsPencilsThatAreNotOneRealignmentApart) {
