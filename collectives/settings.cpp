@@ -24,6 +24,12 @@ const std::array kSettings{
                 "MPI_Allreduce (for comparison); assume-same: the application asserts every rank's own class "
                 "gives the same choice (no agreement; TB_CHECKED=1 verifies it)",
                 "auto"},
+    SettingInfo{"TB_REDISTRIBUTION_AGREEMENT", "each-call or assume-same", "each-call",
+                "each-call: a SubarrayRedistribution agrees with one MPI_Allreduce per call whether every rank "
+                "passes the array addresses of its last call, before it starts its prepared call; assume-same: "
+                "the application asserts its ranks change those addresses together (no agreement; TB_CHECKED=1 "
+                "verifies it)",
+                "redistribute, fft"},
     SettingInfo{"TB_ALGORITHM_PLUGINS", "paths, ':'-separated", "(none)",
                 "shared libraries of extra algorithms, loaded on the registry's first use", "registry"},
     SettingInfo{"TB_ALLTOALLW_VERBOSE", "0, 1 or 2", "0",

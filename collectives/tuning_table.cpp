@@ -159,6 +159,11 @@ TuningTable TuningTable::parse(const std::string& text, const std::string& path)
   for (std::size_t i = 0; i < entries.size(); ++i)
     table.entries_.push_back(parse_entry(entries[i], i, path, table.classes_));
   check_bands(table.entries_, path);
+  // auto takes a node layout without blocking entries for one the table lacks (the built-in rule).
+  for (const auto& e : table.entries_)
+    if (e.calls != TuningCalls::blocking && !table.has(e.layout))
+      invalid(path, "the " + calls_name(e.calls) + " entries for " + describe(e.layout) +
+                        " need blocking entries for that node layout too");
   return table;
 }
 

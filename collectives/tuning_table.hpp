@@ -25,6 +25,7 @@
 // (that rule saves blocking calls their per-call agreement; a prepared call agrees once, at
 // prepare). Blocking calls see only blocking entries; a prepared call looks up the persistent
 // entries at its node layout, else the prepared ones, else the blocking ones (prepared_calls).
+// A node layout with persistent or prepared entries must have blocking ones too.
 //
 // Errors: a missing, unreadable or non-JSON file, the wrong format or version, and any malformed
 // field are std::invalid_argument naming the file (and the entry), never a crash or a default.

@@ -92,8 +92,10 @@ enum class AlltoallwCalls { persistent, blocking };
 // (AlltoallwAlgorithm::prepare) and starts it, and later ones start it. Whether every rank passes
 // the same arrays as last time is agreed with one MPI_Allreduce of a flag per call, since a rank
 // that prepares anew while another starts would wait forever. TB_REDISTRIBUTION_AGREEMENT=
-// assume-same drops that agreement: the application asserts its ranks change arrays together
-// (TB_CHECKED=1 verifies it and throws on every rank where it is false).
+// assume-same drops that agreement: the application asserts its ranks change the addresses they
+// pass together (TB_CHECKED=1 verifies it and throws on every rank where it is false). It is
+// about addresses: arrays freed and allocated anew on every rank may come back at the old
+// address on some ranks only, and then the assertion is false.
 class SubarrayRedistribution final : public Redistribution {
  public:
   // algorithm: registry name; empty = default ($TB_ALLTOALLW, else native).
@@ -154,5 +156,9 @@ std::vector<std::string> expand_redistribution_methods(const std::vector<std::st
 std::unique_ptr<Redistribution> make_redistribution(const Pencil& in, const Pencil& out, ElementType type,
                                                     std::string_view method = {},
                                                     AlltoallwCalls calls = AlltoallwCalls::persistent);
+
+// How many agreements on the arrays SubarrayRedistributions of this process have made (the
+// MPI_Allreduce above), for tests.
+std::int64_t redistribution_agreements();
 
 }  // namespace tb

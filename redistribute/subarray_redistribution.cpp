@@ -42,17 +42,20 @@ void make_box_type(const std::vector<std::int64_t>& shape, const Box& box, MPI_D
   count = 1;
 }
 
-// Whether every rank passes the same arrays as at its last call, given this rank's answer. One
+// Whether every rank passes the same array addresses as at its last call, given this rank's answer. One
 // MPI_Allreduce per call, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: the application then
 // asserts that its ranks change their arrays together, and this rank's answer stands for all.
 // Under TB_CHECKED=1 the assertion is verified (the allreduce again) and every rank throws alike
 // where it is false, rather than one rank starting the prepared call while another prepares anew.
+std::int64_t g_agreements = 0;  // the allreduces same_arrays_everywhere made, for tests
+
 bool same_arrays_everywhere(bool mine, MPI_Comm comm) {
   const bool assume = settings().redistribution_agreement.get() == RedistributionAgreement::assume_same;
   if (assume && !settings().checked.get()) return mine;
   const int in[2] = {mine ? 1 : 0, mine ? -1 : 0};
   int low[2] = {0, 0};
   TB_MPI_CHECK(PMPI_Allreduce(in, low, 2, MPI_INT, MPI_MIN, comm));
+  ++g_agreements;
   const bool all = low[0] == 1, any = low[1] == -1;
   if (assume && all != any)
     throw std::invalid_argument(
@@ -100,6 +103,8 @@ void SubarrayRedistribution::free_types() noexcept {
     for (MPI_Datatype& t : *types)
       if (t != MPI_DATATYPE_NULL && t != mpi_datatype(element_type())) MPI_Type_free(&t);
 }
+
+std::int64_t redistribution_agreements() { return g_agreements; }
 
 // After a run, the path the algorithm really took (it names a delegation, if any).
 std::string SubarrayRedistribution::method() const { return "alltoallw:" + algorithm_->last_path(); }

@@ -387,6 +387,8 @@ TEST(Auto, BadTablesAreClearErrors) {
        write_table("preoverlap", entry("contiguous", "[0, null]", "pairwise", "\"calls\": \"prepared\"") + "," +
                                      entry("contiguous", "[8, 9]", "native", "\"calls\": \"prepared\"")),
        "two prepared entries"},
+      {"prepared alone", write_table("prealone", entry("contiguous", "[0, null]", "pairwise", "\"calls\": \"prepared\"")),
+       "need blocking entries"},
   };
   const std::string not_json = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_not_json.json";
   std::ofstream(not_json) << "{ not json";

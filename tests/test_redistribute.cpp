@@ -263,6 +263,7 @@ std::int64_t forward_errors(Redistribution& plan, std::vector<std::byte>& from, 
 // arrays runs blocking again before it prepares anew. A start bound to rank 0's old arrays would
 // leave its new destination uncleared; paths that differ between ranks would hang or mix.
 TEST(Redistribution, PreparedCallsFollowArraysThatOneRankChanges) {
+  test::ScopedEnv agree("TB_REDISTRIBUTION_AGREEMENT", "each-call");
   auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
   Pencil in(grid, {8, 6, 4}, 2);
   Pencil out = in.realigned(0);
@@ -271,15 +272,18 @@ TEST(Redistribution, PreparedCallsFollowArraysThatOneRankChanges) {
     SubarrayRedistribution plan(in, out, t, method);
     auto a = buffer(in, t, std::byte{0}), b = buffer(out, t, std::byte{0});
     auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(out, t, std::byte{0});
+    const std::int64_t agreements = redistribution_agreements();
+    std::string blocking_path;
     for (int call = 1; call <= 7; ++call) {
       const bool other = call == 4 && world_rank() == 0;
       EXPECT_EQ(forward_errors(plan, other ? a2 : a, other ? b2 : b), 0) << method << " call " << call;
-      const bool started = call == 3 || call == 7;  // prepared at calls 2 and 6, started from then
-      if (call >= 2) {
-        EXPECT_EQ(plan.method().find("persistent") != std::string::npos, started || call == 2 || call == 6)
-            << method << " call " << call << ": " << plan.method();
-      }
+      if (call == 1) blocking_path = plan.method();
+      // Calls 2 and 6 prepare and start, 3 and 7 start (the prepared path, where the library
+      // has one, names itself); 4 (new arrays on rank 0) and 5 (new to rank 0 again) run blocking.
+      const bool prepared = call == 2 || call == 3 || call == 6 || call == 7;
+      EXPECT_EQ(plan.method() != blocking_path, prepared) << method << " call " << call << ": " << plan.method();
     }
+    EXPECT_GE(redistribution_agreements() - agreements, 7) << method;  // one per call
   }
 }
 
@@ -294,8 +298,10 @@ TEST(Redistribution, AssumeSameSkipsTheAgreementAndCheckedModeCatchesAFalseAsser
   SubarrayRedistribution plan(in, in.realigned(0), t, "pairwise");
   auto a = buffer(in, t, std::byte{0}), b = buffer(plan.output(), t, std::byte{0});
   auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(plan.output(), t, std::byte{0});
+  const std::int64_t agreements = redistribution_agreements();
   for (int call = 1; call <= 3; ++call) EXPECT_EQ(forward_errors(plan, a, b), 0) << "call " << call;
   EXPECT_NE(plan.method().find("persistent"), std::string::npos) << plan.method();
+  EXPECT_EQ(redistribution_agreements(), agreements);  // no allreduce on the arrays
   if (world_size() < 2) return;  // one rank cannot disagree with itself
   test::ScopedEnv checked("TB_CHECKED", "1");
   const bool other = world_rank() == 0;
