@@ -42,13 +42,14 @@ void make_box_type(const std::vector<std::int64_t>& shape, const Box& box, MPI_D
   count = 1;
 }
 
-// Whether every rank passes the same array addresses as at its last call, given this rank's answer. One
-// MPI_Allreduce per call, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: the application then
-// asserts that its ranks change their arrays together, and this rank's answer stands for all.
-// Under TB_CHECKED=1 the assertion is verified (the allreduce again) and every rank throws alike
-// where it is false, rather than one rank starting the prepared call while another prepares anew.
 std::int64_t g_agreements = 0;  // the allreduces same_arrays_everywhere made, for tests
 
+// Whether every rank passes the same array addresses as at its last call, given this rank's
+// answer. One MPI_Allreduce per call, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: the
+// application then asserts that its ranks change those addresses together, and this rank's answer
+// stands for all. Under TB_CHECKED=1 the assertion is verified (the allreduce again) and every
+// rank throws alike where it is false, rather than one rank starting the prepared call while
+// another prepares anew.
 bool same_arrays_everywhere(bool mine, MPI_Comm comm) {
   const bool assume = settings().redistribution_agreement.get() == RedistributionAgreement::assume_same;
   if (assume && !settings().checked.get()) return mine;
