@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace tb {
@@ -250,6 +252,27 @@ void PreparedAlltoallw::start() {
   }
   path_ = path_now();
   algorithm_.path_ = path_;  // tools that print the algorithm's path see this call's
+}
+
+void PreparedExchange::rebind(const void*, void*) {
+  throw std::logic_error("PreparedExchange::rebind: this prepared form does not rebind (rebinds() is false)");
+}
+
+bool PreparedAlltoallw::rebinds() const {
+  if (!fallback_path_.empty()) return false;  // native's prepared call on the intercommunicator
+  return !exchange_ || exchange_->rebinds();
+}
+
+void PreparedAlltoallw::rebind(const void* sendbuf, void* recvbuf) {
+  if (!rebinds())
+    throw std::logic_error("PreparedAlltoallw::rebind: " + path_ + " holds its buffers' addresses; prepare anew");
+  if ((sendbuf == MPI_IN_PLACE) != (args_.sendbuf == MPI_IN_PLACE))
+    throw std::invalid_argument("PreparedAlltoallw::rebind: " + std::string(algorithm_.name()) +
+                                ": the send buffer must be MPI_IN_PLACE exactly where the prepared call's was");
+  if (sendbuf == args_.sendbuf && recvbuf == args_.recvbuf) return;
+  args_.sendbuf = sendbuf;
+  args_.recvbuf = recvbuf;
+  if (exchange_) exchange_->rebind(sendbuf, recvbuf);
 }
 
 std::string PreparedAlltoallw::path_now() const {

@@ -17,7 +17,9 @@
 // the set-up once; the PreparedAlltoallw it returns runs the call at each start(). An algorithm
 // with a cheaper prepared form (flattening, matching, per-peer tables, size exchanges and
 // registrations done once) overrides prepare_exchange(); the others run their blocking exchange at
-// every start, and the prepared call's path says so.
+// every start, and the prepared call's path says so. A prepared form that keeps no buffer address
+// beyond its own (pairwise re-creates its requests) can be rebound to other buffers of the same
+// layout: the testbed's extension, for callers whose arrays move.
 #pragma once
 
 #include <mpi.h>
@@ -62,6 +64,13 @@ class PreparedExchange {
   virtual void start() = 0;
   // The path the starts take, beginning with the algorithm's name, e.g. "pairwise (persistent)".
   virtual std::string path() const = 0;
+  // Whether rebind() can point this call at other buffers. A property of the algorithm's prepared
+  // form, so the same on every rank. The default: no (the form holds the buffers' addresses in
+  // requests, registrations or a peer's copy lists).
+  virtual bool rebinds() const { return false; }
+  // Points the next starts at these buffers; `sendbuf` is MPI_IN_PLACE exactly where the prepared
+  // call's was. Local. Called only where rebinds().
+  virtual void rebind(const void* sendbuf, void* recvbuf);
 };
 
 class AlltoallwAlgorithm {
@@ -87,7 +96,8 @@ class AlltoallwAlgorithm {
 
   // Prepares one call for repeated starts, as MPI_Alltoallw_init does. Collective over args.comm.
   // The argument arrays are copied; the buffers and datatypes must stay valid, and the buffers in
-  // place, until the prepared call is destroyed; the data in them may change between starts. This
+  // place (or rebound: PreparedAlltoallw::rebind), until the prepared call is destroyed; the data
+  // in them may change between starts. This
   // algorithm object must outlive the prepared call. Every problem run() can find, including a
   // mismatch between any sender and receiver, is found here on every rank before anything moves
   // (TB_CHECKED's check, paid once): every rank throws the same tb::MpiError, so that no rank is
@@ -133,6 +143,16 @@ class PreparedAlltoallw {
 
   // Runs the call with the data the buffers hold now. Collective, blocking.
   void start();
+  // Whether rebind() works: the algorithm's prepared form can move to other buffers, or it has
+  // none (each start runs the blocking call). The same on every rank. MPI's persistent calls have
+  // no such thing; callers whose arrays move between calls (the redistribution) use it to keep one
+  // prepared call without agreeing with their peers on every call.
+  bool rebinds() const;
+  // Points the next starts at other buffers of the same layout (counts, displacements and types as
+  // prepared), each rank its own. Local. Throws std::logic_error where !rebinds(), and
+  // std::invalid_argument where `sendbuf` is MPI_IN_PLACE and the prepared call's was not, or the
+  // other way round.
+  void rebind(const void* sendbuf, void* recvbuf);
   // The path the starts take: the algorithm's prepared form, e.g. "pairwise (persistent)", or
   // "<name> (not prepared: each start runs the blocking call)".
   const std::string& last_path() const { return path_; }

@@ -123,10 +123,17 @@ void SubarrayRedistribution::do_backward(const void* out, void* in) {
 }
 
 // A call with new arrays runs blocking; from the second call in a row with the same arrays on
-// every rank, the call is prepared once and started (a plan used once pays no preparation).
+// every rank, the call is prepared once and started (a plan used once pays no preparation). A
+// prepared call that rebinds (the same on every rank) then follows each rank's arrays by itself,
+// and the agreement is no longer needed.
 void SubarrayRedistribution::exchange(const AlltoallwArgs& args, Prepared& prepared) {
   if (calls_ == AlltoallwCalls::blocking) {
     algorithm_->run(args);
+    return;
+  }
+  if (prepared.call && prepared.call->rebinds()) {
+    prepared.call->rebind(args.sendbuf, args.recvbuf);
+    prepared.call->start();
     return;
   }
   const bool mine = prepared.from == args.sendbuf && prepared.to == args.recvbuf;

@@ -258,17 +258,20 @@ std::int64_t forward_errors(Redistribution& plan, std::vector<std::byte>& from, 
 }
 
 // The prepared path (AlltoallwCalls::persistent, the default): the second call in a row with the
-// same arrays prepares the call and later ones start it; a call where rank 0 alone passes other
-// arrays runs blocking on every rank (the ranks agree on it), and the next call with the first
-// arrays runs blocking again before it prepares anew. A start bound to rank 0's old arrays would
-// leave its new destination uncleared; paths that differ between ranks would hang or mix.
+// same arrays prepares the call, after an agreement on them at every call. From then on a prepared
+// form that rebinds (pairwise, pack_alltoallv) follows a call where rank 0 alone passes other
+// arrays without agreeing again; one that does not (node_leader) runs that call blocking on every
+// rank (the ranks agree on it), and the next call with the first arrays runs blocking again
+// before it prepares anew. A start bound to rank 0's old arrays would send zeros or leave its new
+// destination uncleared; paths that differ between ranks would hang or mix.
 TEST(Redistribution, PreparedCallsFollowArraysThatOneRankChanges) {
   test::ScopedEnv agree("TB_REDISTRIBUTION_AGREEMENT", "each-call");
   auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
   Pencil in(grid, {8, 6, 4}, 2);
   Pencil out = in.realigned(0);
   const ElementType t = ElementType::f64;
-  for (const std::string method : {"pairwise", "native"}) {
+  for (const std::string method : {"pairwise", "pack_alltoallv", "node_leader"}) {
+    const bool rebinds = method != "node_leader";
     SubarrayRedistribution plan(in, out, t, method);
     auto a = buffer(in, t, std::byte{0}), b = buffer(out, t, std::byte{0});
     auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(out, t, std::byte{0});
@@ -276,14 +279,18 @@ TEST(Redistribution, PreparedCallsFollowArraysThatOneRankChanges) {
     std::string blocking_path;
     for (int call = 1; call <= 7; ++call) {
       const bool other = call == 4 && world_rank() == 0;
+      if (other) std::fill(a.begin(), a.end(), std::byte{0});  // a start still reading it would send zeros
       EXPECT_EQ(forward_errors(plan, other ? a2 : a, other ? b2 : b), 0) << method << " call " << call;
       if (call == 1) blocking_path = plan.method();
-      // Calls 2 and 6 prepare and start, 3 and 7 start (the prepared path, where the library
-      // has one, names itself); 4 (new arrays on rank 0) and 5 (new to rank 0 again) run blocking.
-      const bool prepared = call == 2 || call == 3 || call == 6 || call == 7;
+      // Calls 2 and 6 prepare and start, 3 and 7 start; 4 (new arrays on rank 0) and 5 (new to
+      // rank 0 again) start the rebound call or run blocking.
+      const bool prepared = call == 2 || call == 3 || call == 6 || call == 7 || (rebinds && call > 1);
       EXPECT_EQ(plan.method() != blocking_path, prepared) << method << " call " << call << ": " << plan.method();
+      if (prepared) {
+        EXPECT_NE(plan.method().find(method + " (persistent"), std::string::npos) << plan.method();
+      }
     }
-    EXPECT_GE(redistribution_agreements() - agreements, 7) << method;  // one per call
+    EXPECT_EQ(redistribution_agreements() - agreements, rebinds ? 2 : 7) << method;  // calls 1 and 2, or each
   }
 }
 
@@ -295,7 +302,7 @@ TEST(Redistribution, AssumeSameSkipsTheAgreementAndCheckedModeCatchesAFalseAsser
   auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
   Pencil in(grid, {8, 6, 4}, 2);
   const ElementType t = ElementType::c64;
-  SubarrayRedistribution plan(in, in.realigned(0), t, "pairwise");
+  SubarrayRedistribution plan(in, in.realigned(0), t, "node_leader");  // its prepared form does not rebind
   auto a = buffer(in, t, std::byte{0}), b = buffer(plan.output(), t, std::byte{0});
   auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(plan.output(), t, std::byte{0});
   const std::int64_t agreements = redistribution_agreements();

@@ -73,6 +73,8 @@ class PreparedAuto final : public PreparedExchange {
   ~PreparedAuto() override { prepared_.reset(); }  // before the algorithm it refers to
   void start() override { prepared_->start(); }
   std::string path() const override { return prefix_ + prepared_->last_path(); }
+  bool rebinds() const override { return prepared_->rebinds(); }  // the choice is the same on every rank
+  void rebind(const void* sendbuf, void* recvbuf) override { prepared_->rebind(sendbuf, recvbuf); }
 
  private:
   std::unique_ptr<AlltoallwAlgorithm> algorithm_;

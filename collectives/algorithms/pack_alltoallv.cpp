@@ -52,6 +52,13 @@ class PreparedPackAlltoallv final : public PreparedExchange {
   std::string path() const override {
     return in_place_ ? "pack_alltoallv (persistent, in place)" : "pack_alltoallv (persistent)";
   }
+  // The staging buffers are its own; the user's are read and written through args_ at each start.
+  bool rebinds() const override { return true; }
+  void rebind(const void* sendbuf, void* recvbuf) override {
+    args_.sendbuf = sendbuf;
+    args_.recvbuf = recvbuf;
+    send_ = send_side(args_);
+  }
 
  private:
   AlltoallwArgs args_;

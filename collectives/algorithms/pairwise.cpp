@@ -86,9 +86,13 @@ class PreparedPairwise final : public PreparedExchange {
   ~PreparedPairwise() override;
   void start() override;
   std::string path() const override { return in_place_ ? "pairwise (persistent, in place)" : "pairwise (persistent)"; }
+  bool rebinds() const override { return true; }
+  void rebind(const void* sendbuf, void* recvbuf) override;
 
  private:
+  void add_steps();
   void add_step(int dst, int src);
+  void free_requests() noexcept;
   void copy_self() const;
 
   AlltoallwArgs args_;
@@ -119,7 +123,13 @@ PreparedPairwise::PreparedPairwise(const AlltoallwArgs& a, const AlltoallwComm& 
     self_send_ = type_layout(a.sendtypes[c.rank]);
     self_recv_ = type_layout(a.recvtypes[c.rank]);
   }
-  for (int k = 1; k < c.size; ++k) add_step((c.rank + k) % c.size, (c.rank - k + c.size) % c.size);
+  add_steps();
+}
+
+// The persistent requests of every step, on the buffers args_ names.
+void PreparedPairwise::add_steps() {
+  step_begin_.assign(1, 0);
+  for (int k = 1; k < comm_.size; ++k) add_step((comm_.rank + k) % comm_.size, (comm_.rank - k + comm_.size) % comm_.size);
 }
 
 // Step: receive from src, send to dst; a zero-byte block on one side is one on the other too
@@ -140,9 +150,23 @@ void PreparedPairwise::add_step(int dst, int src) {
   step_peers_.emplace_back(dst, src);
 }
 
-PreparedPairwise::~PreparedPairwise() {
+PreparedPairwise::~PreparedPairwise() { free_requests(); }
+
+void PreparedPairwise::free_requests() noexcept {
   for (MPI_Request& r : requests_)
     if (r != MPI_REQUEST_NULL) PMPI_Request_free(&r);
+  requests_.clear();
+  step_peers_.clear();
+}
+
+// In place, each start reads the receive buffer from args_; otherwise the requests hold the
+// addresses, and creating persistent requests is local, so they are made anew.
+void PreparedPairwise::rebind(const void* sendbuf, void* recvbuf) {
+  args_.sendbuf = sendbuf;
+  args_.recvbuf = recvbuf;
+  if (in_place_) return;
+  free_requests();
+  add_steps();
 }
 
 void PreparedPairwise::copy_self() const {
