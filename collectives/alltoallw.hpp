@@ -17,9 +17,9 @@
 // the set-up once; the PreparedAlltoallw it returns runs the call at each start(). An algorithm
 // with a cheaper prepared form (flattening, matching, per-peer tables, size exchanges and
 // registrations done once) overrides prepare_exchange(); the others run their blocking exchange at
-// every start, and the prepared call's path says so. A prepared form that keeps no buffer address
-// beyond its own (pairwise re-creates its requests) can be rebound to other buffers of the same
-// layout: the testbed's extension, for callers whose arrays move.
+// every start, and the prepared call's path says so. A prepared form in which no rank holds
+// another rank's buffer addresses can be rebound to other buffers of the same layout, each rank
+// alone: the testbed's extension, for callers whose arrays move (docs/design.md).
 #pragma once
 
 #include <mpi.h>

@@ -92,10 +92,11 @@ enum class AlltoallwCalls { persistent, blocking };
 // (AlltoallwAlgorithm::prepare) and starts it, and later ones start it. Whether every rank passes
 // the same arrays as last time is agreed with one MPI_Allreduce of a flag per call, since a rank
 // that prepares anew while another starts would wait forever. Where the algorithm's prepared
-// form rebinds (PreparedAlltoallw::rebinds: pairwise, pack_alltoallv, and forms that run the
-// blocking call at each start), the prepared call then follows each rank's arrays by itself: no
-// more agreements, and no blocking call for new arrays. For the others (native's
-// MPI_Alltoallw_init, node_leader), TB_REDISTRIBUTION_AGREEMENT=assume-same drops the agreement:
+// form rebinds (PreparedAlltoallw::rebinds: pairwise, pack_alltoallv, node_leader without direct
+// copies, and forms that run the blocking call at each start), the prepared call then follows each
+// rank's arrays by itself: no more agreements, and no blocking call for new arrays. For the others
+// (native's MPI_Alltoallw_init, node_leader with direct copies), TB_REDISTRIBUTION_AGREEMENT=
+// assume-same drops the agreement:
 // the application asserts its ranks change the addresses they pass together (TB_CHECKED=1
 // verifies it and throws on every rank where it is false). It is about addresses: arrays freed
 // and allocated anew on every rank may come back at the old address on some ranks only, and then

@@ -2,6 +2,7 @@
 
 #include "collectives/algorithm_support.hpp"
 #include "collectives/comm_cache.hpp"
+#include "collectives/every_rank.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/node_layout.hpp"
 #include "collectives/node_max.hpp"
@@ -1113,7 +1114,8 @@ namespace {
 // A copy stream fixed when a call is prepared: the pieces of its copies, merged once into the
 // address order MergedCopy would run them in (of the sources, or of the destinations), so that
 // a start only copies. A side that lies in the first staging buffer is moved at run time to the
-// buffer of the start's parity: one list serves both.
+// buffer of the start's parity: one list serves both. Where no rank of the node copies directly,
+// every other side is this rank's own send or receive array, which a rebound call moves too.
 class FixedStream {
  public:
   // As MergedCopy::add: count_s instances of ls at src to count_d instances of ld at dst.
@@ -1157,12 +1159,14 @@ class FixedStream {
     lists_ = {};
   }
 
-  // Copies every piece, staging sides moved by `shift` bytes (to the start's buffer).
-  void run(std::ptrdiff_t shift) const {
+  // Copies every piece, staging sides moved by `shift` bytes (to the start's buffer), the others
+  // by `other_src` (sources) and `other_dst` (destinations): a rebound call's own arrays.
+  void run(std::ptrdiff_t shift, std::ptrdiff_t other_src = 0, std::ptrdiff_t other_dst = 0) const {
     if (pieces_.empty()) return;
     const BlockCopy copy(bytes_);  // streaming stores from kStreamingCopyBytes, as MergedCopy
     for (const Piece& p : pieces_)
-      copy(p.dst + (p.shift_dst ? shift : 0), p.src + (p.shift_src ? shift : 0), static_cast<std::int64_t>(p.len));
+      copy(moved(p.dst, p.shift_dst ? shift : other_dst), moved(p.src, p.shift_src ? shift : other_src),
+           static_cast<std::int64_t>(p.len));
   }
 
  private:
@@ -1171,6 +1175,11 @@ class FixedStream {
     std::byte* dst;
     std::uint64_t len : 62, shift_src : 1, shift_dst : 1;
   };
+  // `p` moved by `by` bytes, possibly into another allocation (hence the integer arithmetic).
+  template <class T> static T* moved(T* p, std::ptrdiff_t by) {
+    return reinterpret_cast<T*>(reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(by));
+  }
+
   std::vector<std::vector<Piece>> lists_;  // per copy, until finish()
   std::vector<Piece> pieces_;              // merged
   std::int64_t bytes_ = 0;
@@ -1194,6 +1203,8 @@ class NodeLeaderAlltoallw::Prepared final : public PreparedExchange {
   ~Prepared() override;  // local
   void start() override;
   std::string path() const override { return path_; }
+  bool rebinds() const override { return rebinds_; }
+  void rebind(const void* sendbuf, void* recvbuf) override;
 
  private:
   static std::int64_t largest_on_node_block(const Call& call);
@@ -1222,6 +1233,11 @@ class NodeLeaderAlltoallw::Prepared final : public PreparedExchange {
   CallError setup_error_;             // a leader message that could not be created
   std::uint64_t starts_ = 0;
   std::string path_;
+  // Rebinding (no rank of the communicator copies directly, so each touches only the staging
+  // area and its own arrays): the arrays prepared with, and how far a rebind moved them.
+  bool rebinds_ = false;
+  std::uintptr_t send_prepared_ = 0, recv_prepared_ = 0;
+  std::ptrdiff_t send_moved_ = 0, recv_moved_ = 0;
 };
 
 // Steps 1-2 of the blocking call, then this call's own staging area, the size headers (the same
@@ -1243,6 +1259,11 @@ NodeLeaderAlltoallw::Prepared::Prepared(NodeLeaderAlltoallw& algorithm, const Al
   }
   build_copies(call);
   create_leader_messages(call);
+  std::int64_t direct_anywhere = 0;
+  TB_MPI_CHECK(max_over_every_rank(call.any_direct ? 1 : 0, args.comm, &direct_anywhere));
+  rebinds_ = direct_anywhere == 0;
+  send_prepared_ = reinterpret_cast<std::uintptr_t>(call.send.buf);
+  recv_prepared_ = reinterpret_cast<std::uintptr_t>(args.recvbuf);
   const int barriers = state_.ranks_on_node == 1 ? 0 : two_barriers_ ? 2 : 1;
   path_ = std::string("node_leader (persistent; ") + (call.in_place ? "in place; " : "") + call.routes() + "; " +
           std::to_string(barriers) + " node barrier" + (barriers == 1 ? "" : "s") + " per start)";
@@ -1338,11 +1359,11 @@ void NodeLeaderAlltoallw::Prepared::start() {
   const int buffer = buffers_ == 2 ? static_cast<int>(starts_++ & 1) : 0;
   const std::ptrdiff_t shift = buffer * buffer_bytes_;
   CallError leader_error = setup_error_;
-  packs_.run(shift);
+  packs_.run(shift, send_moved_, recv_moved_);
   barrier();  // S1: this start's slots are packed, and every rank of the node is in this start
   start_leader_messages(buffer, leader_error);
-  pushes_.run(shift);
-  pulls_.run(shift);
+  pushes_.run(shift, send_moved_, recv_moved_);
+  pulls_.run(shift, send_moved_, recv_moved_);
   finish_leader_messages(buffer, leader_error);
   if (two_barriers_) barrier();  // S2: direct copies done, other nodes' data arrived
   const CallError error = unpack_from_other_nodes(buffer, leader_error);
@@ -1394,8 +1415,15 @@ CallError NodeLeaderAlltoallw::Prepared::unpack_from_other_nodes(int buffer, con
                                       " failed (its leader's error names the cause)"
                                 : leader_error.text);
   }
-  if (error.empty()) from_other_nodes_.run(buffer * buffer_bytes_);
+  if (error.empty()) from_other_nodes_.run(buffer * buffer_bytes_, send_moved_, recv_moved_);
   return error;
+}
+
+// Under MPI_IN_PLACE the send side is the receive array (PreparedAlltoallw::rebind keeps that).
+void NodeLeaderAlltoallw::Prepared::rebind(const void* sendbuf, void* recvbuf) {
+  const void* send_side = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+  send_moved_ = static_cast<std::ptrdiff_t>(reinterpret_cast<std::uintptr_t>(send_side) - send_prepared_);
+  recv_moved_ = static_cast<std::ptrdiff_t>(reinterpret_cast<std::uintptr_t>(recvbuf) - recv_prepared_);
 }
 
 std::unique_ptr<PreparedExchange> NodeLeaderAlltoallw::prepare_exchange(const AlltoallwArgs& args,

@@ -48,6 +48,10 @@
 // node barrier per start)". On one node, where every block between two ranks is under 8 KiB,
 // the prepared form stages even arrays in shared memory: the second copy of a small block costs
 // less than the second barrier of a direct copy, so such calls keep to 1 barrier per start.
+// Rebinding (PreparedAlltoallw::rebind): where no rank of the communicator copies directly (an
+// allreduce at prepare says so), each rank's copy lists touch only the staging area and its own
+// two arrays, so a rebound start moves those pieces by how far its arrays moved; with direct
+// copies a partner's lists hold this rank's addresses, and the form does not rebind.
 // The areas: the node state keeps them and frees them with the communicator; a prepared call
 // holds one through a shared_ptr, so dropping it is local (it frees its persistent requests,
 // which is local too). A prepare lends the smallest area that no rank of the node holds any more
