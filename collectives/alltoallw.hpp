@@ -97,11 +97,10 @@ class AlltoallwAlgorithm {
   // Prepares one call for repeated starts, as MPI_Alltoallw_init does. Collective over args.comm.
   // The argument arrays are copied; the buffers and datatypes must stay valid, and the buffers in
   // place (or rebound: PreparedAlltoallw::rebind), until the prepared call is destroyed; the data
-  // in them may change between starts. This
-  // algorithm object must outlive the prepared call. Every problem run() can find, including a
-  // mismatch between any sender and receiver, is found here on every rank before anything moves
-  // (TB_CHECKED's check, paid once): every rank throws the same tb::MpiError, so that no rank is
-  // left to wait in a start its peer never makes.
+  // in them may change between starts. This algorithm object must outlive the prepared call.
+  // Every problem run() can find, including a mismatch between any sender and receiver, is found
+  // here on every rank before anything moves (TB_CHECKED's check, paid once): every rank throws
+  // the same tb::MpiError, so that no rank is left to wait in a start its peer never makes.
   std::unique_ptr<PreparedAlltoallw> prepare(const AlltoallwArgs& args);
 
  protected:

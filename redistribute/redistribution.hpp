@@ -96,11 +96,10 @@ enum class AlltoallwCalls { persistent, blocking };
 // copies, and forms that run the blocking call at each start), the prepared call then follows each
 // rank's arrays by itself: no more agreements, and no blocking call for new arrays. For the others
 // (native's MPI_Alltoallw_init, node_leader with direct copies), TB_REDISTRIBUTION_AGREEMENT=
-// assume-same drops the agreement:
-// the application asserts its ranks change the addresses they pass together (TB_CHECKED=1
-// verifies it and throws on every rank where it is false). It is about addresses: arrays freed
-// and allocated anew on every rank may come back at the old address on some ranks only, and then
-// the assertion is false.
+// assume-same drops the agreement: the application asserts its ranks change the addresses they
+// pass together (TB_CHECKED=1 verifies it and throws on every rank where it is false). It is
+// about addresses: arrays freed and allocated anew on every rank may come back at the old
+// address on some ranks only, and then the assertion is false.
 class SubarrayRedistribution final : public Redistribution {
  public:
   // algorithm: registry name; empty = default ($TB_ALLTOALLW, else native).

@@ -129,7 +129,8 @@ PreparedPairwise::PreparedPairwise(const AlltoallwArgs& a, const AlltoallwComm& 
 // The persistent requests of every step, on the buffers args_ names.
 void PreparedPairwise::add_steps() {
   step_begin_.assign(1, 0);
-  for (int k = 1; k < comm_.size; ++k) add_step((comm_.rank + k) % comm_.size, (comm_.rank - k + comm_.size) % comm_.size);
+  const int n = comm_.size, me = comm_.rank;
+  for (int k = 1; k < n; ++k) add_step((me + k) % n, (me - k + n) % n);
 }
 
 // Step: receive from src, send to dst; a zero-byte block on one side is one on the other too
