@@ -270,9 +270,9 @@ void PreparedAlltoallw::rebind(const void* sendbuf, void* recvbuf) {
     throw std::invalid_argument("PreparedAlltoallw::rebind: " + std::string(algorithm_.name()) +
                                 ": the send buffer must be MPI_IN_PLACE exactly where the prepared call's was");
   if (sendbuf == args_.sendbuf && recvbuf == args_.recvbuf) return;
+  if (exchange_) exchange_->rebind(sendbuf, recvbuf);  // first: a failed one leaves args_ as it was
   args_.sendbuf = sendbuf;
   args_.recvbuf = recvbuf;
-  if (exchange_) exchange_->rebind(sendbuf, recvbuf);
 }
 
 std::string PreparedAlltoallw::path_now() const {

@@ -69,7 +69,8 @@ class PreparedExchange {
   // requests, registrations or a peer's copy lists).
   virtual bool rebinds() const { return false; }
   // Points the next starts at these buffers; `sendbuf` is MPI_IN_PLACE exactly where the prepared
-  // call's was. Local. Called only where rebinds().
+  // call's was. Local, so a failure on one rank leaves its peers to wait in the next start: a
+  // form whose rebind fails makes every later start of this rank throw.
   virtual void rebind(const void* sendbuf, void* recvbuf);
 };
 
@@ -114,7 +115,9 @@ class AlltoallwAlgorithm {
   // The algorithm's prepared form of one call: arguments already checked on every rank, `args`
   // pointing into arrays the prepared call owns (valid as long as it lives), an intracommunicator
   // unless handles_intercommunicators(). Collective. nullptr (the default) means no cheaper form:
-  // every start then runs exchange(), and the path says "not prepared".
+  // every start then runs exchange(), and the path says "not prepared" (and the call rebinds).
+  // Whether it returns nullptr, and the form's rebinds(), must be the same on every rank: callers
+  // decide on communication by them.
   virtual std::unique_ptr<PreparedExchange> prepare_exchange(const AlltoallwArgs& args,
                                                              const AlltoallwComm& comm);
 

@@ -26,10 +26,11 @@ const std::array kSettings{
                 "auto"},
     SettingInfo{"TB_REDISTRIBUTION_AGREEMENT", "each-call or assume-same", "each-call",
                 "each-call: a SubarrayRedistribution agrees with one MPI_Allreduce per call whether every rank "
-                "passes the array addresses of its last call, before it starts its prepared call (until it has "
-                "prepared one that rebinds: pairwise's, pack_alltoallv's, node_leader's without direct copies); "
-                "assume-same: the application asserts its ranks change those addresses together (no agreement; "
-                "TB_CHECKED=1 verifies it)",
+                "passes the array addresses of its last call, before it starts its prepared call, until it has "
+                "prepared one that rebinds (e.g. pairwise's, pack_alltoallv's, node_leader's without direct "
+                "copies), which then needs none; assume-same: the application asserts its ranks change those "
+                "addresses together (no agreement; TB_CHECKED=1 verifies it for prepared calls that do not "
+                "rebind)",
                 "redistribute, fft"},
     SettingInfo{"TB_ALGORITHM_PLUGINS", "paths, ':'-separated", "(none)",
                 "shared libraries of extra algorithms, loaded on the registry's first use", "registry"},

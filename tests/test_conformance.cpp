@@ -7,8 +7,9 @@
 // algorithm on identical inputs. The WHOLE receive buffers must be byte-for-byte equal, gaps
 // included. Every algorithm also runs every odd case in its prepared (persistent) form, started
 // twice: first on other data, then on the case's; a prepared form that rebinds is then moved to
-// fresh copies of the buffers and started a third time. Every fourth case is MPI_IN_PLACE. All
-// ranks derive every pair's types from the seed, so no type description is communicated.
+// fresh copies of the buffers and started a third time, which must deliver what the second did.
+// Every fourth case is MPI_IN_PLACE. All ranks derive every pair's types from the seed, so no
+// type description is communicated.
 //
 //   TB_CONFORMANCE_SEED=<n>   the seed (printed at the start and in every failure)
 //   TB_CONFORMANCE_CASES=<n>  cases per run (default 200; the long mode uses 10000)
@@ -188,9 +189,12 @@ void invert(std::byte* buffer, std::size_t size) {
 
 // A prepared call that rebinds, moved to fresh copies of the case's buffers and started there,
 // the first buffers inverted: a start that still read them would not deliver the case, and one
-// that still wrote the first receive buffer is caught here.
+// that still wrote the first receive buffer is caught here. What the start before delivered on
+// the first buffers (node_leader's other staging buffer) must equal what this one delivers, which
+// the caller compares with the reference.
 std::vector<std::byte> start_rebound(PreparedAlltoallw& call, const CaseArgs& c, bool in_place, std::byte* send,
                                      std::byte* target) {
+  const std::vector<std::byte> before(target, target + c.recv_initial.size());
   std::vector<std::byte> other_send = c.sendbuf, other_recv = c.recv_initial;
   if (!in_place) invert(send, c.sendbuf.size());
   invert(target, c.recv_initial.size());
@@ -199,6 +203,8 @@ std::vector<std::byte> start_rebound(PreparedAlltoallw& call, const CaseArgs& c,
   call.start();
   EXPECT_TRUE(std::equal(first.begin(), first.end(), target))
       << call.last_path() << ": a start after rebind wrote the receive buffer it was prepared with";
+  EXPECT_TRUE(before == other_recv) << call.last_path() << ": the second start, on the first buffers, delivered "
+                                    << "otherwise than the rebound one";
   return other_recv;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 namespace tb {
 namespace {
@@ -100,6 +101,7 @@ class PreparedPairwise final : public PreparedExchange {
   MPI_Comm traffic_ = MPI_COMM_NULL;
   int tag_ = tags::pairwise;
   bool in_place_ = false;
+  bool broken_ = false;                // a rebind failed midway
   std::vector<MPI_Request> requests_;  // the steps' requests, back to back
   std::vector<int> step_begin_;        // step s: requests_[step_begin_[s], step_begin_[s + 1])
   std::vector<std::pair<int, int>> step_peers_;  // step s: (dst, src)
@@ -138,12 +140,12 @@ void PreparedPairwise::add_steps() {
 void PreparedPairwise::add_step(int dst, int src) {
   const AlltoallwArgs& a = args_;
   if (bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0) {
-    requests_.emplace_back();
+    requests_.push_back(MPI_REQUEST_NULL);  // stays null, and is not freed, should the init fail
     TB_MPI_CHECK(PMPI_Recv_init(at(a.recvbuf, a.rdispls[src]), a.recvcounts[src], a.recvtypes[src], src, tag_,
                                 traffic_, &requests_.back()));
   }
   if (bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0) {
-    requests_.emplace_back();
+    requests_.push_back(MPI_REQUEST_NULL);
     TB_MPI_CHECK(PMPI_Send_init(at(a.sendbuf, a.sdispls[dst]), a.sendcounts[dst], a.sendtypes[dst], dst, tag_,
                                 traffic_, &requests_.back()));
   }
@@ -161,13 +163,19 @@ void PreparedPairwise::free_requests() noexcept {
 }
 
 // In place, each start reads the receive buffer from args_; otherwise the requests hold the
-// addresses, and creating persistent requests is local, so they are made anew.
+// addresses, and creating persistent requests is local, so they are made anew. Should that fail,
+// the schedule is incomplete: every later start throws rather than run part of it.
 void PreparedPairwise::rebind(const void* sendbuf, void* recvbuf) {
   args_.sendbuf = sendbuf;
   args_.recvbuf = recvbuf;
   if (in_place_) return;
   free_requests();
-  add_steps();
+  try {
+    add_steps();
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
 }
 
 void PreparedPairwise::copy_self() const {
@@ -180,6 +188,7 @@ void PreparedPairwise::copy_self() const {
 // A failed step does not end the start: the remaining steps run, so that no peer waits for this
 // rank, and the first failure is thrown at the end.
 void PreparedPairwise::start() {
+  if (broken_) throw std::logic_error("pairwise (persistent): a rebind failed to create its requests; prepare anew");
   CallError error;
   auto keep = [&](int code, const char* what) {
     if (code == MPI_SUCCESS) return;
