@@ -24,13 +24,14 @@ const std::array kSettings{
                 "MPI_Allreduce (for comparison); assume-same: the application asserts every rank's own class "
                 "gives the same choice (no agreement; TB_CHECKED=1 verifies it)",
                 "auto"},
-    SettingInfo{"TB_REDISTRIBUTION_AGREEMENT", "each-call or assume-same", "each-call",
-                "each-call: a SubarrayRedistribution agrees with one MPI_Allreduce per call whether every rank "
-                "passes the array addresses of its last call, before it starts its prepared call, until it has "
-                "prepared one that rebinds (e.g. pairwise's, pack_alltoallv's, node_leader's without direct "
-                "copies), which then needs none; assume-same: the application asserts its ranks change those "
-                "addresses together (no agreement; TB_CHECKED=1 verifies it for prepared calls that do not "
-                "rebind)",
+    SettingInfo{"TB_REDISTRIBUTION_AGREEMENT", "each-call, each-call-allreduce or assume-same", "each-call",
+                "each-call: a SubarrayRedistribution agrees per call whether every rank passes the array "
+                "addresses of its last call (through shared memory when all ranks share one node, else one "
+                "MPI_Allreduce), before it starts its prepared call, until it has prepared one that rebinds "
+                "(e.g. pairwise's, pack_alltoallv's, node_leader's without direct copies), which then needs "
+                "none; each-call-allreduce: always MPI_Allreduce (for comparison); assume-same: the application "
+                "asserts its ranks change those addresses together (no agreement; TB_CHECKED=1 verifies it "
+                "for prepared calls that do not rebind)",
                 "redistribute, fft"},
     SettingInfo{"TB_ALGORITHM_PLUGINS", "paths, ':'-separated", "(none)",
                 "shared libraries of extra algorithms, loaded on the registry's first use", "registry"},
@@ -164,8 +165,9 @@ Settings read_environment() {
                                     "each-call, each-call-allreduce or assume-same");
   s.redistribution_agreement = choice_setting("TB_REDISTRIBUTION_AGREEMENT", RedistributionAgreement::each_call,
                                               {{"each-call", RedistributionAgreement::each_call},
+                                               {"each-call-allreduce", RedistributionAgreement::each_call_allreduce},
                                                {"assume-same", RedistributionAgreement::assume_same}},
-                                              "each-call or assume-same");
+                                              "each-call, each-call-allreduce or assume-same");
   s.algorithm_plugins = path_list("TB_ALGORITHM_PLUGINS");
   s.alltoallw_verbose = integer_setting<int>("TB_ALLTOALLW_VERBOSE", 0, 0, 2, "0, 1 or 2");
   s.alltoallw_record = text_setting("TB_ALLTOALLW_RECORD");

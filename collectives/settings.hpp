@@ -56,7 +56,7 @@ enum class NodeOrder { block, round_robin };
 enum class NodeLeaderCopy { automatic, staged };
 enum class StreamingStores { automatic, never, always };
 enum class AutoAgreement { each_call, each_call_allreduce, assume_same };
-enum class RedistributionAgreement { each_call, assume_same };
+enum class RedistributionAgreement { each_call, each_call_allreduce, assume_same };
 
 struct NodeLeaderRule {
   bool numa = false;  // the first rank bound inside each NUMA domain leads

@@ -2,13 +2,18 @@
 // type is the subarray of the input array that goes to it and the receive type the subarray of
 // the output array that comes from it; counts are 1 (0 for empty boxes) and displacements 0.
 // No local transposes: the datatypes describe the rearrangement.
+#include "collectives/comm_cache.hpp"
 #include "collectives/mpi_error.hpp"
+#include "collectives/node_layout.hpp"
+#include "collectives/node_max.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
 #include "redistribute/redistribution.hpp"
 
 #include <climits>
+#include <memory>
 #include <stdexcept>
+#include <utility>
 
 namespace tb {
 namespace {
@@ -42,22 +47,51 @@ void make_box_type(const std::vector<std::int64_t>& shape, const Box& box, MPI_D
   count = 1;
 }
 
-std::int64_t g_agreements = 0;  // the allreduces same_arrays_everywhere made, for tests
+std::int64_t g_agreements = 0;                // the agreements same_arrays_everywhere made, for tests
+std::int64_t g_shared_memory_agreements = 0;  // those of them through shared memory
 
-// Whether every rank passes the same array addresses as at its last call, given this rank's
-// answer. One MPI_Allreduce per call, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: the
-// application then asserts that its ranks change those addresses together, and this rank's answer
-// stands for all. Under TB_CHECKED=1 the assertion is verified (the allreduce again) and every
-// rank throws alike where it is false, rather than one rank starting the prepared call while
-// another prepares anew.
-bool same_arrays_everywhere(bool mine, MPI_Comm comm) {
-  const bool assume = settings().redistribution_agreement.get() == RedistributionAgreement::assume_same;
-  if (assume && !settings().checked.get()) return mine;
+// The agreement's shared-memory reduction on a communicator whose ranks all share one node (not
+// an emulated split of one: between real nodes there is no such memory, and an emulated split
+// stands for them); null elsewhere, and under TB_SMPI. Cached on the communicator, since its
+// window is freed collectively, with the communicator, and not with one rank's plan.
+struct ArrayAgreement {
+  std::unique_ptr<NodeMax> node_max;
+};
+
+ArrayAgreement* create_agreement(MPI_Comm comm) {
+  auto agreement = std::make_unique<ArrayAgreement>();
+  if (node_layout(comm).nodes == 1) agreement->node_max = NodeMax::create(comm);
+  return agreement.release();
+}
+
+// The minimum over the ranks of (mine, -mine) as {every rank's answer is yes, some rank's is}.
+// Every rank agrees at the same calls, so every rank creates the cached state at the same one.
+std::pair<bool, bool> all_and_any(bool mine, MPI_Comm comm, RedistributionAgreement how) {
+  if (how == RedistributionAgreement::each_call) {
+    if (NodeMax* node = CommCache<ArrayAgreement>::get(comm, create_agreement).node_max.get()) {
+      const NodeMax::Values max = node->max({mine ? 0 : 1, mine ? 1 : 0, 0});
+      ++g_shared_memory_agreements;
+      return {max[0] == 0, max[1] == 1};
+    }
+  }
   const int in[2] = {mine ? 1 : 0, mine ? -1 : 0};
   int low[2] = {0, 0};
   TB_MPI_CHECK(PMPI_Allreduce(in, low, 2, MPI_INT, MPI_MIN, comm));
+  return {low[0] == 1, low[1] == -1};
+}
+
+// Whether every rank passes the same array addresses as at its last call, given this rank's
+// answer. One agreement per call (through shared memory on one node, else one MPI_Allreduce),
+// unless TB_REDISTRIBUTION_AGREEMENT=assume-same: the application then asserts that its ranks
+// change those addresses together, and this rank's answer stands for all. Under TB_CHECKED=1 the
+// assertion is verified (the agreement again) and every rank throws alike where it is false,
+// rather than one rank starting the prepared call while another prepares anew.
+bool same_arrays_everywhere(bool mine, MPI_Comm comm) {
+  const RedistributionAgreement how = settings().redistribution_agreement.get();
+  const bool assume = how == RedistributionAgreement::assume_same;
+  if (assume && !settings().checked.get()) return mine;
+  const auto [all, any] = all_and_any(mine, comm, assume ? RedistributionAgreement::each_call : how);
   ++g_agreements;
-  const bool all = low[0] == 1, any = low[1] == -1;
   if (assume && all != any)
     throw std::invalid_argument(
         "SubarrayRedistribution: TB_REDISTRIBUTION_AGREEMENT=assume-same, but some ranks passed the arrays of "
@@ -106,6 +140,7 @@ void SubarrayRedistribution::free_types() noexcept {
 }
 
 std::int64_t redistribution_agreements() { return g_agreements; }
+std::int64_t redistribution_shared_memory_agreements() { return g_shared_memory_agreements; }
 
 // After a run, the path the algorithm really took (it names a delegation, if any).
 std::string SubarrayRedistribution::method() const { return "alltoallw:" + algorithm_->last_path(); }

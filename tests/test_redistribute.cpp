@@ -1,6 +1,7 @@
 // The redistribution core against an independent reference: every rank fills its block with a
 // function of the GLOBAL index; after a redistribution each element must hold that function of
 // its own global index, and forward followed by backward must give the input back.
+#include "collectives/node_layout.hpp"
 #include "collectives/registry.hpp"
 #include "mpi_test_support.hpp"
 #include "redistribute/block_distribution.hpp"
@@ -310,6 +311,37 @@ TEST(Redistribution, PreparedCallsFollowArraysThatOneRankChanges) {
       }
     }
     EXPECT_EQ(redistribution_agreements() - agreements, rebinds ? 2 : 7) << method;  // calls 1 and 2, or each
+  }
+}
+
+// The same agreement, counted: where all ranks share one node (not an emulated split of one),
+// through shared memory; with TB_REDISTRIBUTION_AGREEMENT=each-call-allreduce, or between nodes,
+// or under SMPI (no NodeMax there), through MPI_Allreduce. Both see rank 0 change its arrays.
+TEST(Redistribution, OnOneNodeTheArraysAreAgreedThroughSharedMemory) {
+#if defined(TB_SMPI)
+  const bool one_node = false;
+#else
+  const bool one_node = node_layout(MPI_COMM_WORLD).nodes == 1;
+#endif
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
+  Pencil in(grid, {8, 6, 4}, 2);
+  const ElementType t = ElementType::f64;
+  for (const char* agreement : {"each-call", "each-call-allreduce"}) {
+    test::ScopedEnv how("TB_REDISTRIBUTION_AGREEMENT", agreement);
+    SubarrayRedistribution plan(in, in.realigned(0), t, "native");
+    auto a = buffer(in, t, std::byte{0}), b = buffer(plan.output(), t, std::byte{0});
+    auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(plan.output(), t, std::byte{0});
+    const std::int64_t agreements = redistribution_agreements();
+    const std::int64_t shared = redistribution_shared_memory_agreements();
+    for (int call = 1; call <= 5; ++call) {
+      const bool other = call == 4 && world_rank() == 0;
+      if (other) std::fill(a.begin(), a.end(), std::byte{0});  // a start still reading it would send zeros
+      EXPECT_EQ(forward_errors(plan, other ? a2 : a, other ? b2 : b), 0) << agreement << " call " << call;
+    }
+    const std::int64_t made = redistribution_agreements() - agreements;
+    EXPECT_GE(made, 2) << agreement;  // calls 1 and 2 at least, every call where native binds
+    const bool through_memory = one_node && std::string(agreement) == "each-call";
+    EXPECT_EQ(redistribution_shared_memory_agreements() - shared, through_memory ? made : 0) << agreement;
   }
 }
 
