@@ -31,7 +31,7 @@
 // --calls blocking,persistent: each algorithm also in its prepared form (AlltoallwAlgorithm::prepare
 // once, outside the timing; one start per operation), named <algorithm>:persistent; for slab and
 // pencil, the Redistribution's persistent calls (one flag reduction per call included where the
-// prepared form does not rebind, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: tb-bench passes
+// prepared form does not rebind, through shared memory on one node, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: tb-bench passes
 // the same arrays on every rank).
 // --paper: each benchmark is timed with the paper's method instead (3 inner x up to 50 outer,
 // barrier before each, MAX over ranks): the time is the fastest outer loop / 3, and the
