@@ -16,4 +16,9 @@ namespace tb {
 // *result is not meaningful and no rank can know what the others saw).
 int max_over_every_rank(std::int64_t value, MPI_Comm comm, std::int64_t* result);
 
+// The smallest and the largest `value` over every rank of comm: the maximum of (value, -value),
+// so one MPI_Allreduce (two on an intercommunicator). Whether all ranks hold the same value
+// (*low == *high), whether all or any hold a flag. Collective; returns as max_over_every_rank.
+int range_over_every_rank(std::int64_t value, MPI_Comm comm, std::int64_t* low, std::int64_t* high);
+
 }  // namespace tb

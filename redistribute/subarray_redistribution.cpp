@@ -3,6 +3,7 @@
 // the output array that comes from it; counts are 1 (0 for empty boxes) and displacements 0.
 // No local transposes: the datatypes describe the rearrangement.
 #include "collectives/comm_cache.hpp"
+#include "collectives/every_rank.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/node_layout.hpp"
 #include "collectives/node_max.hpp"
@@ -64,20 +65,21 @@ ArrayAgreement* create_agreement(MPI_Comm comm) {
   return agreement.release();
 }
 
-// The minimum over the ranks of (mine, -mine) as {every rank's answer is yes, some rank's is}.
-// Every rank agrees at the same calls, so every rank creates the cached state at the same one.
+// {whether every rank's answer is yes, whether some rank's is}: the smallest and the largest
+// answer. Every rank agrees at the same calls, so every rank creates the cached state at the
+// same one.
 std::pair<bool, bool> all_and_any(bool mine, MPI_Comm comm, RedistributionAgreement how) {
+  const std::int64_t answer = mine ? 1 : 0;
   if (how == RedistributionAgreement::each_call) {
     if (NodeMax* node = CommCache<ArrayAgreement>::get(comm, create_agreement).node_max.get()) {
-      const NodeMax::Values max = node->max({mine ? 0 : 1, mine ? 1 : 0, 0});
+      const NodeMax::Values max = node->max({answer, -answer, 0});
       ++g_shared_memory_agreements;
-      return {max[0] == 0, max[1] == 1};
+      return {-max[1] == 1, max[0] == 1};
     }
   }
-  const int in[2] = {mine ? 1 : 0, mine ? -1 : 0};
-  int low[2] = {0, 0};
-  TB_MPI_CHECK(PMPI_Allreduce(in, low, 2, MPI_INT, MPI_MIN, comm));
-  return {low[0] == 1, low[1] == -1};
+  std::int64_t low = 0, high = 0;
+  TB_MPI_CHECK(range_over_every_rank(answer, comm, &low, &high));
+  return {low == 1, high == 1};
 }
 
 // Whether every rank passes the same array addresses as at its last call, given this rank's

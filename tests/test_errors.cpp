@@ -6,6 +6,7 @@
 // attached on every rank or on none.
 #include "collectives/alltoallw.hpp"
 #include "collectives/comm_cache.hpp"
+#include "collectives/every_rank.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
@@ -271,6 +272,24 @@ TEST(Checked, Intercommunicator) {
     EXPECT_EQ(test::sum_over_ranks(c.wrong()), 0) << info.name;
     EXPECT_EQ(a->last_path(), info.name == "native" ? "native" : "native (intercommunicator)");
   }
+}
+
+// The agreements' reductions reach every rank, both groups of an intercommunicator included:
+// the range of the world ranks, over the world and over the two halves joined.
+TEST(EveryRank, RangeAndMaximumCoverBothGroupsOfAnIntercommunicator) {
+  const std::int64_t rank = test::world_rank(), last = test::world_size() - 1;
+  std::int64_t low = -1, high = -1, max = -1;
+  ASSERT_EQ(range_over_every_rank(rank, MPI_COMM_WORLD, &low, &high), MPI_SUCCESS);
+  EXPECT_EQ(low, 0);
+  EXPECT_EQ(high, last);
+  if (test::world_size() < 2) return;  // an intercommunicator needs two groups
+  const TwoGroups groups;
+  low = high = -1;
+  ASSERT_EQ(range_over_every_rank(rank, groups.inter, &low, &high), MPI_SUCCESS);
+  ASSERT_EQ(max_over_every_rank(rank, groups.inter, &max), MPI_SUCCESS);
+  EXPECT_EQ(low, 0) << "the lower group's ranks";
+  EXPECT_EQ(high, last) << "the upper group's ranks";
+  EXPECT_EQ(max, last);
 }
 
 TEST(Checked, IsADeclaredSetting) {

@@ -2,6 +2,7 @@
 
 #include "collectives/algorithm_support.hpp"
 #include "collectives/comm_cache.hpp"
+#include "collectives/every_rank.hpp"
 #include "collectives/node_layout.hpp"
 #include "collectives/node_max.hpp"
 #include "collectives/registry.hpp"
@@ -279,11 +280,9 @@ AutoAlltoallw::Decision decide(const AutoState& state, const TuningTable* table,
 void verify_same_choice(const std::string& mine, MPI_Comm comm) {
   const auto algorithms = alltoallw_algorithms();
   const auto at = std::find_if(algorithms.begin(), algorithms.end(), [&](const auto& a) { return a.name == mine; });
-  const std::int64_t index = at - algorithms.begin();
-  const std::int64_t in[2] = {index, -index};
-  std::int64_t out[2] = {0, 0};
-  TB_MPI_CHECK(PMPI_Allreduce(in, out, 2, MPI_INT64_T, MPI_MAX, private_comm(comm)));
-  if (out[0] != -out[1])
+  std::int64_t low = 0, high = 0;
+  TB_MPI_CHECK(range_over_every_rank(at - algorithms.begin(), private_comm(comm), &low, &high));
+  if (low != high)
     throw std::invalid_argument(
         "auto: TB_AUTO_AGREEMENT=assume-same, but the ranks' own call classes choose different algorithms (" +
         mine + " on this rank); pass the same counts and types on every rank, or unset TB_AUTO_AGREEMENT");
