@@ -8,7 +8,8 @@ namespace {
 constexpr int kMostValues = 2;
 
 // The element-wise maximum of `count` values over every rank of comm (both groups of an
-// intercommunicator: a second round with this rank's own values folded in).
+// intercommunicator: a second round with this rank's own values folded in; `values` is
+// overwritten on an intercommunicator).
 int max_of_values_over_every_rank(std::int64_t* values, int count, MPI_Comm comm, std::int64_t* result) {
   int inter = 0;
   if (const int rc = PMPI_Comm_test_inter(comm, &inter); rc != MPI_SUCCESS) return rc;

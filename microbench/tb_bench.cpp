@@ -28,11 +28,12 @@
 // named .../pass:K, so that the K-th runs of two algorithms can be paired: Google Benchmark's
 // repetitions of one benchmark run back to back, and drifts of a second or two fall between
 // two algorithms' repetitions instead of within a pair.
-// --calls blocking,persistent: each algorithm also in its prepared form (AlltoallwAlgorithm::prepare
-// once, outside the timing; one start per operation), named <algorithm>:persistent; for slab and
-// pencil, the Redistribution's persistent calls (one flag reduction per call included where the
-// prepared form does not rebind, through shared memory on one node, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: tb-bench passes
-// the same arrays on every rank).
+// --calls blocking,persistent: each algorithm also in its prepared form
+// (AlltoallwAlgorithm::prepare once, outside the timing; one start per operation), named
+// <algorithm>:persistent; for slab and pencil, the Redistribution's persistent calls (one flag
+// reduction per call included where the prepared form does not rebind, through shared memory on one
+// node, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: tb-bench passes the same arrays on every
+// rank).
 // --paper: each benchmark is timed with the paper's method instead (3 inner x up to 50 outer,
 // barrier before each, MAX over ranks): the time is the fastest outer loop / 3, and the
 // counters carry median_s and fastest_s.

@@ -87,22 +87,21 @@ class Redistribution {
 enum class AlltoallwCalls { persistent, blocking };
 
 // One MPI_Alltoallw of subarray datatypes (counts 1, displacements 0), built once per plan.
-// Persistent calls: a forward (backward) call with arrays other than the last call's runs
-// blocking; the second call in a row with the same pair prepares the algorithm's call for them
+// Persistent calls: a forward (backward) call with arrays other than the last call's runs blocking;
+// the second call in a row with the same pair prepares the algorithm's call for them
 // (AlltoallwAlgorithm::prepare) and starts it, and later ones start it. Whether every rank passes
 // the same arrays as last time is agreed per call, since a rank that prepares anew while another
-// starts would wait forever: through a shared-memory window where all ranks share one node (a
-// cache line per rank, collectives/node_max.hpp), else with one MPI_Allreduce of a flag
+// starts would wait forever: through a shared-memory window where all ranks share one node (a cache
+// line per rank, collectives/node_max.hpp), else with one MPI_Allreduce of a flag
 // (TB_REDISTRIBUTION_AGREEMENT=each-call-allreduce takes the allreduce everywhere, to compare).
 // Where the algorithm's prepared form rebinds (PreparedAlltoallw::rebinds: pairwise,
 // pack_alltoallv, node_leader without direct copies, and forms that run the blocking call at each
 // start), the prepared call then follows each rank's arrays by itself: no more agreements, and no
-// blocking call for new arrays. For the others
-// (native's MPI_Alltoallw_init, node_leader with direct copies), TB_REDISTRIBUTION_AGREEMENT=
-// assume-same drops the agreement: the application asserts its ranks change the addresses they
-// pass together (TB_CHECKED=1 verifies it and throws on every rank where it is false). It is
-// about addresses: arrays freed and allocated anew on every rank may come back at the old
-// address on some ranks only, and then the assertion is false.
+// blocking call for new arrays. For the others (native's MPI_Alltoallw_init, node_leader with
+// direct copies), TB_REDISTRIBUTION_AGREEMENT=assume-same drops the agreement: the application
+// asserts its ranks change the addresses they pass together (TB_CHECKED=1 verifies it and throws on
+// every rank where it is false). It is about addresses: arrays freed and allocated anew on every
+// rank may come back at the old address on some ranks only, and then the assertion is false.
 class SubarrayRedistribution final : public Redistribution {
  public:
   // algorithm: registry name; empty = default ($TB_ALLTOALLW, else native).

@@ -67,8 +67,12 @@ ArrayAgreement* create_agreement(MPI_Comm comm) {
 
 // {whether every rank's answer is yes, whether some rank's is}: the smallest and the largest
 // answer. Every rank agrees at the same calls, so every rank creates the cached state at the
-// same one.
+// same one. A rank alone (a plan without grid axes runs on MPI_COMM_SELF) has no one to ask, and
+// caches nothing.
 std::pair<bool, bool> all_and_any(bool mine, MPI_Comm comm, RedistributionAgreement how) {
+  int size = 0;
+  TB_MPI_CHECK(PMPI_Comm_size(comm, &size));
+  if (size == 1) return {mine, mine};
   const std::int64_t answer = mine ? 1 : 0;
   if (how == RedistributionAgreement::each_call) {
     if (NodeMax* node = CommCache<ArrayAgreement>::get(comm, create_agreement).node_max.get()) {

@@ -280,68 +280,51 @@ bool prepared_form_rebinds(const std::string& method) {
 // MPI_Alltoallw_init) runs that call blocking on every rank (the ranks agree on it), and the next
 // call with the first arrays runs blocking again before it prepares anew. A start bound to rank
 // 0's old arrays would send zeros or leave its new destination uncleared; paths that differ
-// between ranks would hang or mix.
+// between ranks would hang or mix. The agreements are counted: where all ranks share one node
+// (not an emulated split of one), each-call makes them through shared memory; each-call-allreduce,
+// and SMPI (no NodeMax there), through MPI_Allreduce.
 TEST(Redistribution, PreparedCallsFollowArraysThatOneRankChanges) {
-  test::ScopedEnv agree("TB_REDISTRIBUTION_AGREEMENT", "each-call");
+#if defined(TB_SMPI)
+  const bool shares_memory = false;
+#else
+  const bool shares_memory = world_size() > 1 && node_layout(MPI_COMM_WORLD).nodes == 1;
+#endif
   auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
   Pencil in(grid, {8, 6, 4}, 2);
   Pencil out = in.realigned(0);
   const ElementType t = ElementType::f64;
-  for (const std::string method : {"pairwise", "pack_alltoallv", "node_leader", "native"}) {
-    const bool rebinds = prepared_form_rebinds(method);
-    EXPECT_TRUE(rebinds || method == "native") << method;
-    // SMPI has no MPI_Alltoallw_init: native's prepared call runs the blocking one, and says so.
-    const std::string form = method + (method == "native" && rebinds ? " (not prepared" : " (persistent");
-    SubarrayRedistribution plan(in, out, t, method);
-    auto a = buffer(in, t, std::byte{0}), b = buffer(out, t, std::byte{0});
-    auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(out, t, std::byte{0});
-    const std::int64_t agreements = redistribution_agreements();
-    std::string blocking_path;
-    for (int call = 1; call <= 7; ++call) {
-      const bool other = call == 4 && world_rank() == 0;
-      if (other) std::fill(a.begin(), a.end(), std::byte{0});  // a start still reading it would send zeros
-      EXPECT_EQ(forward_errors(plan, other ? a2 : a, other ? b2 : b), 0) << method << " call " << call;
-      if (call == 1) blocking_path = plan.method();
-      // Calls 2 and 6 prepare and start, 3 and 7 start; 4 (new arrays on rank 0) and 5 (new to
-      // rank 0 again) start the rebound call or run blocking.
-      const bool prepared = call == 2 || call == 3 || call == 6 || call == 7 || (rebinds && call > 1);
-      EXPECT_EQ(plan.method() != blocking_path, prepared) << method << " call " << call << ": " << plan.method();
-      if (prepared) {
-        EXPECT_NE(plan.method().find(form), std::string::npos) << plan.method();
+  for (const std::string agreement : {"each-call", "each-call-allreduce"}) {
+    test::ScopedEnv how("TB_REDISTRIBUTION_AGREEMENT", agreement.c_str());
+    const bool through_memory = shares_memory && agreement == "each-call";
+    for (const std::string method : {"pairwise", "pack_alltoallv", "node_leader", "native"}) {
+      const std::string name = method + " under " + agreement;
+      const bool rebinds = prepared_form_rebinds(method);
+      EXPECT_TRUE(rebinds || method == "native") << name;
+      // SMPI has no MPI_Alltoallw_init: native's prepared call runs the blocking one, and says so.
+      const std::string form = method + (method == "native" && rebinds ? " (not prepared" : " (persistent");
+      SubarrayRedistribution plan(in, out, t, method);
+      auto a = buffer(in, t, std::byte{0}), b = buffer(out, t, std::byte{0});
+      auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(out, t, std::byte{0});
+      const std::int64_t agreements = redistribution_agreements();
+      const std::int64_t shared = redistribution_shared_memory_agreements();
+      std::string blocking_path;
+      for (int call = 1; call <= 7; ++call) {
+        const bool other = call == 4 && world_rank() == 0;
+        if (other) std::fill(a.begin(), a.end(), std::byte{0});  // a start still reading it would send zeros
+        EXPECT_EQ(forward_errors(plan, other ? a2 : a, other ? b2 : b), 0) << name << " call " << call;
+        if (call == 1) blocking_path = plan.method();
+        // Calls 2 and 6 prepare and start, 3 and 7 start; 4 (new arrays on rank 0) and 5 (new to
+        // rank 0 again) start the rebound call or run blocking.
+        const bool prepared = call == 2 || call == 3 || call == 6 || call == 7 || (rebinds && call > 1);
+        EXPECT_EQ(plan.method() != blocking_path, prepared) << name << " call " << call << ": " << plan.method();
+        if (prepared) {
+          EXPECT_NE(plan.method().find(form), std::string::npos) << plan.method();
+        }
       }
+      const std::int64_t made = redistribution_agreements() - agreements;
+      EXPECT_EQ(made, rebinds ? 2 : 7) << name;  // calls 1 and 2, or each
+      EXPECT_EQ(redistribution_shared_memory_agreements() - shared, through_memory ? made : 0) << name;
     }
-    EXPECT_EQ(redistribution_agreements() - agreements, rebinds ? 2 : 7) << method;  // calls 1 and 2, or each
-  }
-}
-
-// The same agreement, counted: where all ranks share one node (not an emulated split of one),
-// through shared memory; with TB_REDISTRIBUTION_AGREEMENT=each-call-allreduce, or between nodes,
-// or under SMPI (no NodeMax there), through MPI_Allreduce. Both see rank 0 change its arrays.
-TEST(Redistribution, OnOneNodeTheArraysAreAgreedThroughSharedMemory) {
-#if defined(TB_SMPI)
-  const bool one_node = false;
-#else
-  const bool one_node = node_layout(MPI_COMM_WORLD).nodes == 1;
-#endif
-  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
-  Pencil in(grid, {8, 6, 4}, 2);
-  const ElementType t = ElementType::f64;
-  for (const char* agreement : {"each-call", "each-call-allreduce"}) {
-    test::ScopedEnv how("TB_REDISTRIBUTION_AGREEMENT", agreement);
-    SubarrayRedistribution plan(in, in.realigned(0), t, "native");
-    auto a = buffer(in, t, std::byte{0}), b = buffer(plan.output(), t, std::byte{0});
-    auto a2 = buffer(in, t, std::byte{0}), b2 = buffer(plan.output(), t, std::byte{0});
-    const std::int64_t agreements = redistribution_agreements();
-    const std::int64_t shared = redistribution_shared_memory_agreements();
-    for (int call = 1; call <= 5; ++call) {
-      const bool other = call == 4 && world_rank() == 0;
-      if (other) std::fill(a.begin(), a.end(), std::byte{0});  // a start still reading it would send zeros
-      EXPECT_EQ(forward_errors(plan, other ? a2 : a, other ? b2 : b), 0) << agreement << " call " << call;
-    }
-    const std::int64_t made = redistribution_agreements() - agreements;
-    EXPECT_GE(made, 2) << agreement;  // calls 1 and 2 at least, every call where native binds
-    const bool through_memory = one_node && std::string(agreement) == "each-call";
-    EXPECT_EQ(redistribution_shared_memory_agreements() - shared, through_memory ? made : 0) << agreement;
   }
 }
 
@@ -360,7 +343,7 @@ TEST(Redistribution, AssumeSameSkipsTheAgreementAndCheckedModeCatchesAFalseAsser
   const std::int64_t agreements = redistribution_agreements();
   for (int call = 1; call <= 3; ++call) EXPECT_EQ(forward_errors(plan, a, b), 0) << "call " << call;
   EXPECT_NE(plan.method().find("persistent"), std::string::npos) << plan.method();
-  EXPECT_EQ(redistribution_agreements(), agreements);  // no allreduce on the arrays
+  EXPECT_EQ(redistribution_agreements(), agreements);  // no agreement on the arrays
   if (world_size() < 2) return;  // one rank cannot disagree with itself
   test::ScopedEnv checked("TB_CHECKED", "1");
   const bool other = world_rank() == 0;

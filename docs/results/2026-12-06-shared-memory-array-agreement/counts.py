@@ -1,17 +1,21 @@
 #!/usr/bin/python3
-"""Per run in a ratios.txt of run.sh: how many of its points have native's prepared form above
-1.05x its blocking one, and the largest ratio. Usage: counts.py RATIOS.txt"""
+"""Per tb-bench run of run.sh: how many sizes have native's prepared form above 1.05x its blocking
+one, and the largest ratio (the ratios of ratios.py, unrounded). Usage: counts.py RUN.json ..."""
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../analysis"))
+import auto_goals  # noqa: E402
 
-def main(path):
-    print("run / agreement: points above 1.05x (of the sizes), largest ratio")
-    for block in open(path).read().strip().split("\n\n"):
-        lines = block.strip().splitlines()
-        ratios = [float(line.split("|")[2]) for line in lines[3:]]
-        name = lines[0].split(".json")[0]
-        print(f"{name:28} {sum(r > 1.05 for r in ratios)} of {len(ratios)}  {max(ratios):.2f}")
+
+def main(paths):
+    print("run / agreement: sizes above 1.05x, largest ratio")
+    for path in sorted(paths):
+        _, times, _, _ = auto_goals.load_passes(path)
+        ratios = [r["persistent"]["native"] for r in auto_goals.point_ratios(times)]
+        name = os.path.basename(path).split(".json")[0]
+        print(f"{name:28} {sum(r > 1.05 for r in ratios)} of {len(ratios)}  {max(ratios):.3f}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

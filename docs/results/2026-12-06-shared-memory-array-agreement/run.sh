@@ -19,4 +19,4 @@ for i in $(seq 1 "$repetitions"); do
   for agreement in each-call each-call-allreduce assume-same; do bench "$agreement" "run$i"; done
 done
 /usr/bin/python3 "$here/../2026-12-06-redistribution-agreement/ratios.py" "$out"/*.json | tee "$out/ratios.txt"
-"$here/counts.py" "$out/ratios.txt" | tee "$out/counts.txt"
+"$here/counts.py" "$out"/*.json | tee "$out/counts.txt"
