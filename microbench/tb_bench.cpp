@@ -8,7 +8,8 @@
 // its counters handoff_before and handoff_after the machine's cross-core handoff ratio, and
 // vector_before and vector_after the ratio of the library's path for a non-contiguous message
 // (both microbench/machine_state.hpp), before the benchmark's buffers are made and after its
-// timed loop (absent where no node has two ranks), so that each result says which states it ran in.
+// timed loop (absent where no node has two ranks, and with --state-probes off), so that each result
+// says which states it ran in.
 //
 // Layouts (the send side; the receive side is contiguous):
 //   contiguous  bytes per peer as MPI_BYTE
@@ -82,6 +83,7 @@ struct Options {
   int iterations = 0;  // 0: Google Benchmark decides
   int warmup = 1;
   double paper_max_seconds = 10.0;
+  std::string state_probes = "on";  // off: no handoff_* and vector_* counters (the tuner needs none)
 };
 
 bool is_redistribution_layout(const std::string& layout) { return layout == "slab" || layout == "pencil"; }
@@ -231,9 +233,10 @@ struct StateProbes {
 void run_benchmark(benchmark::State& state, const std::string& algorithm_name, const std::string& layout,
                    std::int64_t bytes, bool persistent, const Options& opt, StateProbes* probes) {
   try {
-    // Before the buffers are touched.
-    const double handoff_before = tb::handoff_ratio(probes->handoff.measure());
-    const double vector_before = tb::handoff_ratio(probes->vector.measure());
+    // Before the buffers are touched. Google Benchmark calls this function once per trial of an
+    // iteration count, so the probes run several times per benchmark (with --state-probes off, not at all).
+    const double handoff_before = probes ? tb::handoff_ratio(probes->handoff.measure()) : -1;
+    const double vector_before = probes ? tb::handoff_ratio(probes->vector.measure()) : -1;
     std::unique_ptr<Case> c;
     std::unique_ptr<RedistributionCase> r;
     std::unique_ptr<tb::AlltoallwAlgorithm> algorithm;
@@ -268,8 +271,8 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
       state.SetIterationTime(slowest);
     }
-    const double handoff_after = tb::handoff_ratio(probes->handoff.measure());
-    const double vector_after = tb::handoff_ratio(probes->vector.measure());
+    const double handoff_after = probes ? tb::handoff_ratio(probes->handoff.measure()) : -1;
+    const double vector_after = probes ? tb::handoff_ratio(probes->vector.measure()) : -1;
     if (handoff_before >= 0) {
       state.counters["handoff_before"] = handoff_before;
       state.counters["handoff_after"] = handoff_after;
@@ -332,6 +335,11 @@ void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_
   app.add_option("-x,--warmup", opt.warmup, "untimed calls before timing")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--state-probes", opt.state_probes,
+                 "on: each benchmark records the machine's cross-core handoff and vector-path states before and "
+                 "after it (handoff_*, vector_* counters; several ms per benchmark on one node); off: not")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   app.add_flag("--list-algorithms", list_algorithms, "print the registered algorithms and exit");
   app.add_flag("--list-settings", list_settings, tb::kListSettingsHelp);
 }
@@ -405,7 +413,7 @@ std::string benchmark_out(const std::vector<char*>& args) {
 }
 
 // The run's metadata in Google Benchmark's "context", then one benchmark per (layout, method, size),
-// each taking the machine's states with `probes` before and after it runs.
+// each taking the machine's states with `probes` before and after it runs (none where null).
 void register_benchmarks(const Options& opt, const Plan& plan, StateProbes* probes) {
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   for (const auto& [key, value] : meta.items())
@@ -492,8 +500,9 @@ int main(int argc, char** argv) {
         if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
       } else {
         tb::check_writable(MPI_COMM_WORLD, "--benchmark_out", benchmark_out(args));
-        StateProbes probes(MPI_COMM_WORLD);  // freed before MPI_Finalize, unlike the registered benchmarks
-        register_benchmarks(opt, plan, &probes);
+        std::unique_ptr<StateProbes> probes;  // freed before MPI_Finalize, unlike the registered benchmarks
+        if (opt.state_probes == "on") probes = std::make_unique<StateProbes>(MPI_COMM_WORLD);
+        register_benchmarks(opt, plan, probes.get());
         if (rank == 0) {
           benchmark::RunSpecifiedBenchmarks();
         } else {
