@@ -240,6 +240,8 @@ CASES = [
     C("tb-beff.d-zero", "tb-beff", ["-d", "0"], r"-d: Value 0 not in range"),
     C("tb-beff.max-exponent-too-big", "tb-beff", ["--max-exponent", "31"], r"--max-exponent: Value 31 not in range"),
     C("tb-beff.repetitions-zero", "tb-beff", ["--repetitions", "0"], r"--repetitions: Value 0 not in range"),
+    C("tb-beff.noncontiguous-timing-unknown", "tb-beff", ["--noncontiguous-timing", "burst"],
+      r"--noncontiguous-timing: burst not in \{single,loop\}"),
     C("tb-beff.pairs-max-bytes-small", "tb-beff", ["--pairs-max-bytes", "100"],
       r"--pairs-max-bytes: Value 100 not in range"),
     C("tb-beff.messages-max-bytes-huge", "tb-beff", ["--messages-max-bytes", "2147483648"],
