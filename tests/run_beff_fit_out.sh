@@ -7,7 +7,7 @@
 # self messages (host.self_message_seconds_by_bytes), one positive time per measured size, which
 # tb-model names too, and not with --without self_messages; and the non-contiguous messages' extra
 # times (host.noncontiguous_{send,recv}_extra_seconds), per block size, every size of at least 4
-# blocks, timed one exchange at a time (calibration.noncontiguous_timing "single"), which tb-model names too, and not with --without noncontiguous_messages; and the node
+# blocks, timed back to back (calibration.noncontiguous_timing "loop"), which tb-model names too, and not with --without noncontiguous_messages; and the node
 # handoffs (host.node_handoff_extra_seconds_by_bytes), one extra >= 0 per size up to
 # --pairs-max-bytes (65536 here), named by tb-model, and not with --without node_handoff; and the
 # same handoffs in 64-byte pieces (host.node_handoff_piece_extra_seconds_by_bytes), named by
@@ -63,11 +63,11 @@ sizes = [int(b) for b, _ in host["noncontiguous_send_extra_seconds"][0]["seconds
 if sizes != [4096, 8192, 16384, 32768, 65536]:
     sys.exit(f"run_beff_fit_out: FAILED: the 64 B blocks' extra is measured at {sizes}, not 4-64 KiB in steps of 2x")
 timing = json.load(open(sys.argv[2]))["calibration"].get("noncontiguous_timing")
-if timing != "single":
+if timing != "loop":
     sys.exit(f"run_beff_fit_out: FAILED: the calibration records the non-contiguous timing as {timing!r}, "
-             "not tb-beff's default 'single'")
+             "not tb-beff's default 'loop'")
 print("run_beff_fit_out: non-contiguous extras for blocks " + ", ".join(map(str, blocks["send"])) +
-      ", one exchange per timing")
+      ", timed back to back")
 handoff = host["node_handoff_extra_seconds_by_bytes"]
 if [b for b, _ in handoff] != [4096, 16384, 65536] or any(s < 0 for _, s in handoff):
     sys.exit(f"run_beff_fit_out: FAILED: the node handoffs {handoff} are not one extra >= 0 per size 4-64 KiB")
