@@ -1,0 +1,103 @@
+/* Which block of native's 2-rank MPI_Alltoallw pays the extra of a non-contiguous send side:
+ * tb-model prices native's call as its own block's extra (tb-beff's self messages) plus its peer's
+ * (tb-beff's pairs); this times them inside the call. Per size L, one call per barrier, four
+ * ways interleaved: no block, the rank's own block, the peer's block, or both sent as a vector of
+ * 64-byte blocks at stride 128 B, every block received contiguously; each region of the send
+ * buffer spans 2L and a contiguous block sends its region's first L bytes. Printed: the call with
+ * no vector block, then each other way's extra over it; median of REPS, the slowest rank's. Every
+ * received byte is checked.
+ *
+ *   mpicc.mpich -O2 -o /tmp/native_block_extras experiments/probes/native_block_extras.c
+ *   mpiexec.mpich -n 2 /tmp/native_block_extras
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define PROBE_NAME "native_block_extras"
+#include "probe.h"
+#define REPS 11
+#define OWN 1
+#define PEER 2
+static long long wrong;
+static int block = 64;
+
+/* The send buffer of way `mask` (OWN, PEER or both): a vector block's region strided, holding 1
+ * in its blocks; a contiguous block's region 1 in its first `bytes` bytes. */
+static void fill(char *buf, int bytes, int mask, int rank)
+{
+    for (int i = 0; i < 2; i++) {
+        const int vector = mask & (i == rank ? OWN : PEER);
+        char *region = buf + (size_t) 2 * bytes * i;
+        for (int k = 0; k < 2 * bytes; k++)
+            region[k] = vector ? ((k / block) % 2 ? 0 : 1) : (k < bytes ? 1 : 0);
+    }
+}
+
+/* Seconds of one MPI_Alltoallw from the buffer of way `mask`; the received bytes are checked. */
+static double call(char *buf, char *recv, int bytes, int mask, MPI_Datatype vector, int rank)
+{
+    int counts[2], sdispls[2], rcounts[2], rdispls[2];
+    MPI_Datatype stypes[2], rtypes[2];
+    for (int i = 0; i < 2; i++) {
+        const int v = mask & (i == rank ? OWN : PEER);
+        counts[i] = v ? 1 : bytes, sdispls[i] = 2 * bytes * i, stypes[i] = v ? vector : MPI_BYTE;
+        rcounts[i] = bytes, rdispls[i] = bytes * i, rtypes[i] = MPI_BYTE;
+    }
+    memset(recv, 0, (size_t) 2 * bytes);
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const double t0 = MPI_Wtime();
+    CHECK(MPI_Alltoallw(buf, counts, sdispls, stypes, recv, rcounts, rdispls, rtypes, MPI_COMM_WORLD));
+    const double t = MPI_Wtime() - t0;
+    for (int i = 0; i < 2 * bytes; i++)
+        wrong += recv[i] != 1;
+    return slowest_rank(t);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    CHECK(MPI_Init(&argc, &argv));
+    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (size != 2) {
+        if (rank == 0)
+            fprintf(stderr, "native_block_extras: run on 2 ranks, not %d\n", size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const int largest = 1 << 20;
+    char *buf[4], *recv = checked_malloc(2 * largest);
+    for (int m = 0; m < 4; m++)
+        buf[m] = checked_malloc(4 * largest);  /* one send buffer per way: 0 none, 1 own, 2 peer, 3 both */
+    if (rank == 0)
+        printf("%8s %10s %10s %10s %10s (us: the call with no vector block, then each other way's extra "
+               "over it; %d B blocks, median of %d)\n", "L KiB", "none", "own x", "peer x", "both x", block, REPS);
+    const int sizes[] = {16384, 65536, 131072, 262144, 1 << 20};
+    for (int s = 0; s < 5; s++) {
+        const int bytes = sizes[s];
+        MPI_Datatype vector;
+        CHECK(MPI_Type_vector(bytes / block, block, 2 * block, MPI_BYTE, &vector));
+        CHECK(MPI_Type_commit(&vector));
+        for (int m = 0; m < 4; m++)
+            fill(buf[m], bytes, m, rank);
+        double t[4][REPS];
+        for (int r = 0; r < REPS; r++)
+            for (int m = 0; m < 4; m++)
+                t[m][r] = call(buf[m], recv, bytes, m, vector, rank);
+        double med[4];
+        for (int m = 0; m < 4; m++)
+            med[m] = median(t[m], REPS) * 1e6;
+        if (rank == 0)
+            printf("%8d %10.1f %10.1f %10.1f %10.1f\n", bytes / 1024, med[0], med[1] - med[0], med[2] - med[0],
+                   med[3] - med[0]);
+        CHECK(MPI_Type_free(&vector));
+    }
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    if (rank == 0 && wrong)
+        fprintf(stderr, "native_block_extras: %lld bytes arrived wrong\n", wrong);
+    for (int m = 0; m < 4; m++)
+        free(buf[m]);
+    free(recv);
+    CHECK(MPI_Finalize());
+    return wrong != 0;
+}
