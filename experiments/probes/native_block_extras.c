@@ -4,8 +4,9 @@
  * ways interleaved: no block, the rank's own block, the peer's block, or both sent as a vector of
  * 64-byte blocks at stride 128 B, every block received contiguously; each region of the send
  * buffer spans 2L and a contiguous block sends its region's first L bytes. Printed: the call with
- * no vector block, then each other way's extra over it; median of REPS, the slowest rank's. Every
- * received byte is checked.
+ * no vector block, then each other way's extra over it, and beside them tb-beff's self extra (an
+ * MPI_Sendrecv of the own region to itself, vector over contiguous, every rank at once); median of
+ * REPS, the slowest rank's. Every received byte is checked.
  *
  *   mpicc.mpich -O2 -o /tmp/native_block_extras experiments/probes/native_block_extras.c
  *   mpiexec.mpich -n 2 /tmp/native_block_extras
@@ -54,6 +55,21 @@ static double call(char *buf, char *recv, int bytes, int mask, MPI_Datatype vect
     return slowest_rank(t);
 }
 
+/* Seconds of one MPI_Sendrecv of the rank's own region of `buf` to itself (tb-beff's self message),
+ * a vector or contiguous, every rank at once; the received bytes are checked. */
+static double self_sendrecv(char *buf, char *recv, int bytes, MPI_Datatype type, int rank)
+{
+    memset(recv, 0, (size_t) bytes);
+    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const double t0 = MPI_Wtime();
+    CHECK(MPI_Sendrecv(buf + (size_t) 2 * bytes * rank, type == MPI_BYTE ? bytes : 1, type, rank, 0, recv, bytes,
+                       MPI_BYTE, rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    const double t = MPI_Wtime() - t0;
+    for (int i = 0; i < bytes; i++)
+        wrong += recv[i] != 1;
+    return slowest_rank(t);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -70,8 +86,9 @@ int main(int argc, char **argv)
     for (int m = 0; m < 4; m++)
         buf[m] = checked_malloc(4 * largest);  /* one send buffer per way: 0 none, 1 own, 2 peer, 3 both */
     if (rank == 0)
-        printf("%8s %10s %10s %10s %10s (us: the call with no vector block, then each other way's extra "
-               "over it; %d B blocks, median of %d)\n", "L KiB", "none", "own x", "peer x", "both x", block, REPS);
+        printf("%8s %10s %10s %10s %10s %10s (us: the call with no vector block, then each other way's extra "
+               "over it; self x: MPI_Sendrecv to itself, vector over contiguous; %d B blocks, median of %d)\n",
+               "L KiB", "none", "own x", "peer x", "both x", "self x", block, REPS);
     const int sizes[] = {16384, 65536, 131072, 262144, 1 << 20};
     for (int s = 0; s < 5; s++) {
         const int bytes = sizes[s];
@@ -80,16 +97,19 @@ int main(int argc, char **argv)
         CHECK(MPI_Type_commit(&vector));
         for (int m = 0; m < 4; m++)
             fill(buf[m], bytes, m, rank);
-        double t[4][REPS];
-        for (int r = 0; r < REPS; r++)
+        double t[6][REPS];
+        for (int r = 0; r < REPS; r++) {
             for (int m = 0; m < 4; m++)
                 t[m][r] = call(buf[m], recv, bytes, m, vector, rank);
-        double med[4];
-        for (int m = 0; m < 4; m++)
+            t[4][r] = self_sendrecv(buf[0], recv, bytes, MPI_BYTE, rank);
+            t[5][r] = self_sendrecv(buf[OWN], recv, bytes, vector, rank);
+        }
+        double med[6];
+        for (int m = 0; m < 6; m++)
             med[m] = median(t[m], REPS) * 1e6;
         if (rank == 0)
-            printf("%8d %10.1f %10.1f %10.1f %10.1f\n", bytes / 1024, med[0], med[1] - med[0], med[2] - med[0],
-                   med[3] - med[0]);
+            printf("%8d %10.1f %10.1f %10.1f %10.1f %10.1f\n", bytes / 1024, med[0], med[1] - med[0],
+                   med[2] - med[0], med[3] - med[0], med[5] - med[4]);
         CHECK(MPI_Type_free(&vector));
     }
     CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
