@@ -31,10 +31,11 @@
 // two algorithms' repetitions instead of within a pair.
 // --calls blocking,persistent: each algorithm also in its prepared form
 // (AlltoallwAlgorithm::prepare once, outside the timing; one start per operation), named
-// <algorithm>:persistent; for slab and pencil, the Redistribution's persistent calls (one flag
-// reduction per call included where the prepared form does not rebind, through shared memory on one
-// node, unless TB_REDISTRIBUTION_AGREEMENT=assume-same: tb-bench passes the same arrays on every
-// rank).
+// <algorithm>:persistent; for slab and pencil, the Redistribution's persistent calls (its first,
+// blocking call and the one that prepares outside the timing; one flag reduction per call included
+// where the prepared form does not rebind, through shared memory on one node, unless
+// TB_REDISTRIBUTION_AGREEMENT=assume-same: tb-bench passes the same arrays on every rank; counter
+// agreements_per_call).
 // --paper: each benchmark is timed with the paper's method instead (3 inner x up to 50 outer,
 // barrier before each, MAX over ranks): the time is the fastest outer loop / 3, and the
 // counters carry median_s and fastest_s.
@@ -254,7 +255,14 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       else if (prepared) prepared->start();
       else algorithm->run(c->args());
     };
+    if (r && persistent) {
+      // A persistent redistribution runs its first call blocking and prepares at its second (the
+      // same arrays again): both outside the timing, as prepare() above is for the other layouts.
+      r->run();
+      r->run();
+    }
     for (int i = 0; i < opt.warmup; ++i) op();  // warm: caches, windows, first touch
+    const std::int64_t agreements = tb::redistribution_agreements();
     for (auto _ : state) {
       if (opt.paper) {
         const tb::Timing t = tb::time_collective(MPI_COMM_WORLD, {3, 50, opt.paper_max_seconds, 5}, op);
@@ -281,6 +289,9 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       state.counters["vector_before"] = vector_before;
       state.counters["vector_after"] = vector_after;
     }
+    if (r)  // the redistribution's agreements on its arrays inside the timed calls (0 once prepared forms rebind)
+      state.counters["agreements_per_call"] = static_cast<double>(tb::redistribution_agreements() - agreements) /
+                                              static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
     state.SetLabel(r ? r->plan->method() : prepared ? prepared->last_path() : algorithm->last_path());
     state.counters["ranks"] = r ? r->ranks : c->ranks();
     state.counters["peers"] = r ? r->peers : c->ranks();

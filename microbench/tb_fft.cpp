@@ -217,6 +217,10 @@ Result verify_and_time(const Context& c, const std::string& serial, const std::s
   r.roundtrip_error = errors[1];
   r.verified = errors[0] < c.tolerance && errors[1] < c.tolerance;
   r.plan_seconds = plan_seconds;
+  // The redistributions' persistent calls prepare at their second call with the same arrays (the
+  // check made the first): that one runs before the timing too, which then times started calls.
+  fft.forward(in.data, out.data);
+  fft.backward(out.data, back.data);
   fft.reset_timings();
   r.timing = tb::time_collective(c.grid->comm(), c.opt.timing, [&] {
     fft.forward(in.data, out.data);
