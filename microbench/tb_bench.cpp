@@ -289,9 +289,11 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       state.counters["vector_before"] = vector_before;
       state.counters["vector_after"] = vector_after;
     }
-    if (r)  // the redistribution's agreements on its arrays inside the timed calls (0 once prepared forms rebind)
-      state.counters["agreements_per_call"] = static_cast<double>(tb::redistribution_agreements() - agreements) /
-                                              static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+    if (r) {  // the redistribution's agreements on its arrays inside the timed calls (0 once prepared forms rebind)
+      const auto calls = std::max<benchmark::IterationCount>(1, state.iterations());
+      state.counters["agreements_per_call"] =
+          static_cast<double>(tb::redistribution_agreements() - agreements) / static_cast<double>(calls);
+    }
     state.SetLabel(r ? r->plan->method() : prepared ? prepared->last_path() : algorithm->last_path());
     state.counters["ranks"] = r ? r->ranks : c->ranks();
     state.counters["peers"] = r ? r->peers : c->ranks();

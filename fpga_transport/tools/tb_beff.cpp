@@ -618,7 +618,8 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
     std::printf("  non-contiguous messages (extra over contiguous, median, %s), 64 KiB in 64 B blocks: sent %.1f us; "
                 "1 MiB in 64 B / 256 KiB blocks: sent %.1f / %.1f us, received %.1f / %.1f us\n",
                 opt.noncontiguous_timing == "loop" ? "exchanges back to back" : "one exchange per barrier",
-                b.host.send_extra.extra_s(65536, 64) * 1e6, b.host.send_extra.extra_s(1 << 20, 64) * 1e6, b.host.send_extra.extra_s(1 << 20, 262144) * 1e6,
+                b.host.send_extra.extra_s(65536, 64) * 1e6, b.host.send_extra.extra_s(1 << 20, 64) * 1e6,
+                b.host.send_extra.extra_s(1 << 20, 262144) * 1e6,
                 b.host.recv_extra.extra_s(1 << 20, 64) * 1e6, b.host.recv_extra.extra_s(1 << 20, 262144) * 1e6);
   std::printf("  non-contiguous self messages (every rank to itself at once, extra over contiguous, median), 1 MiB "
               "in 64 B / 256 KiB blocks: sent %.1f / %.1f us, received %.1f / %.1f us\n",
