@@ -250,7 +250,9 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       algorithm = tb::make_alltoallw(algorithm_name);
       if (persistent) prepared = algorithm->prepare(c->args());  // once, outside the timing
     }
+    std::int64_t calls = 0;  // the calls made since the timing began (--paper makes several per iteration)
     auto op = [&] {
+      ++calls;
       if (r) r->run();
       else if (prepared) prepared->start();
       else algorithm->run(c->args());
@@ -262,6 +264,7 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       r->run();
     }
     for (int i = 0; i < opt.warmup; ++i) op();  // warm: caches, windows, first touch
+    calls = 0;
     const std::int64_t agreements = tb::redistribution_agreements();
     for (auto _ : state) {
       if (opt.paper) {
@@ -289,11 +292,9 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       state.counters["vector_before"] = vector_before;
       state.counters["vector_after"] = vector_after;
     }
-    if (r) {  // the redistribution's agreements on its arrays inside the timed calls (0 once prepared forms rebind)
-      const auto calls = std::max<benchmark::IterationCount>(1, state.iterations());
-      state.counters["agreements_per_call"] =
-          static_cast<double>(tb::redistribution_agreements() - agreements) / static_cast<double>(calls);
-    }
+    if (r)  // the redistribution's agreements on its arrays inside the timed calls (0 once prepared forms rebind)
+      state.counters["agreements_per_call"] = static_cast<double>(tb::redistribution_agreements() - agreements) /
+                                              static_cast<double>(std::max<std::int64_t>(1, calls));
     state.SetLabel(r ? r->plan->method() : prepared ? prepared->last_path() : algorithm->last_path());
     state.counters["ranks"] = r ? r->ranks : c->ranks();
     state.counters["peers"] = r ? r->peers : c->ranks();
