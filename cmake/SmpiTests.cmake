@@ -79,39 +79,48 @@ tb_add_smpi_test(test_node_leader RANKS 2 3 4 EXPECT "\\[  PASSED  \\] [0-9]+ te
 # with experiments/host_platform.py from the calibration in docs/results (a fixture), once with
 # --noncontiguous-extras (the measured extras) and once with --datatype-engine (one MPI_Pack
 # pass), the shipped this-host.xml (written with neither), and the pass's platform with
-# computation off (tb-smpirun passes smpi/simulate-computation:no on).
+# computation off (tb-smpirun passes smpi/simulate-computation:no on); and with the extras of a
+# later calibration (a second fixture) that also has those of a message to itself, which native's
+# own block is then charged.
 set(engine_calibration ${PROJECT_SOURCE_DIR}/docs/results/2026-12-03-this-host-calibration.json)
+set(self_calibration ${PROJECT_SOURCE_DIR}/docs/results/2026-12-07-smpi-single-extras/with-self-run2-host-loop.json)
 set(extras_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-noncontiguous-extras.xml)
+set(self_extras_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-self-extras.xml)
 set(engine_platform ${CMAKE_CURRENT_BINARY_DIR}/this-host-datatype-engine.xml)
 set(this_host_hosts ${CMAKE_CURRENT_BINARY_DIR}/this-host-2.hosts)
 file(WRITE ${this_host_hosts} "node-0\nnode-0\n")
-foreach(case "noncontiguous-extras;${extras_platform};with the measured non-contiguous extras"
-             "datatype-engine;${engine_platform};with the library's datatype engine")
-  list(GET case 0 option)
-  list(GET case 1 platform)
-  list(GET case 2 says)
-  add_test(NAME smpi.simulated-engine.platform.${option}
-           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/experiments/host_platform.py ${engine_calibration} --${option}
+foreach(case "noncontiguous-extras;noncontiguous-extras;${engine_calibration};${extras_platform};with the measured non-contiguous extras, without those of a message to itself"
+             "self-extras;noncontiguous-extras;${self_calibration};${self_extras_platform};with the measured non-contiguous extras, with those of a message to itself"
+             "datatype-engine;datatype-engine;${engine_calibration};${engine_platform};with the library's datatype engine")
+  list(GET case 0 name)
+  list(GET case 1 option)
+  list(GET case 2 calibration)
+  list(GET case 3 platform)
+  list(GET case 4 says)
+  add_test(NAME smpi.simulated-engine.platform.${name}
+           COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/experiments/host_platform.py ${calibration} --${option}
                    --out ${platform})
-  set_tests_properties(smpi.simulated-engine.platform.${option} PROPERTIES TIMEOUT 30 LABELS "smpi;python"
+  set_tests_properties(smpi.simulated-engine.platform.${name} PROPERTIES TIMEOUT 30 LABELS "smpi;python"
                        FIXTURES_SETUP smpi_engine_platform PASS_REGULAR_EXPRESSION "${says}")
 endforeach()
-foreach(case "charged: measured;with-extras;${extras_platform};"
-             "charged:;with-engine;${engine_platform};"
-             "not charged;this-host;${PROJECT_SOURCE_DIR}/experiments/platforms/this-host.xml;"
-             "not charged;with-extras-compute-off;${extras_platform};--cfg=smpi/simulate-computation:no"
-             "not charged;with-engine-compute-off;${engine_platform};--cfg=smpi/simulate-computation:no")
+foreach(case "charged: measured;with-extras;${extras_platform};;${engine_calibration}"
+             "charged: measured;with-self-extras;${self_extras_platform};;${self_calibration}"
+             "charged:;with-engine;${engine_platform};;${engine_calibration}"
+             "not charged;this-host;${PROJECT_SOURCE_DIR}/experiments/platforms/this-host.xml;;${engine_calibration}"
+             "not charged;with-extras-compute-off;${extras_platform};--cfg=smpi/simulate-computation:no;${engine_calibration}"
+             "not charged;with-engine-compute-off;${engine_platform};--cfg=smpi/simulate-computation:no;${engine_calibration}")
   list(GET case 0 expect)
   list(GET case 1 name)
   list(GET case 2 platform)
   list(GET case 3 option)
+  list(GET case 4 calibration)
   add_test(NAME smpi.simulated-engine.${name}.np2
            COMMAND ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "Simulated time: [0-9.e+-]+ seconds"
                    ${PROJECT_SOURCE_DIR}/tests/expect_output.sh "\\[  PASSED  \\] 8 tests"
                    ${TB_SMPI_LAUNCH} ${option} -np 2 $<TARGET_FILE:test_simulated_engine>)
   set_tests_properties(smpi.simulated-engine.${name}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;smpi;np2"
                        FIXTURES_REQUIRED smpi_engine_platform ENVIRONMENT
-                       "TB_TEST_ENGINE=${expect};TB_TEST_CALIBRATION=${engine_calibration};TB_SMPI_PLATFORM=${platform};TB_SMPI_HOSTFILE=${this_host_hosts}")
+                       "TB_TEST_ENGINE=${expect};TB_TEST_CALIBRATION=${calibration};TB_SMPI_PLATFORM=${platform};TB_SMPI_HOSTFILE=${this_host_hosts}")
 endforeach()
 # A property that is not what it must be stops the run with a message naming it (here a pass
 # table with a word for a bandwidth, extras with a negative block size), and so does a host whose

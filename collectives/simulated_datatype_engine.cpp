@@ -30,7 +30,8 @@ constexpr const char* kExtrasProperty = "tb_noncontiguous_extra_seconds";
 constexpr const char* kPassFormat = "BYTES:BYTES_PER_S entries separated by ';', both finite and > 0, bytes ascending";
 constexpr const char* kExtrasFormat =
     "a JSON object {\"send\": [{\"block_bytes\": B, \"seconds_by_bytes\": [[BYTES, SECONDS], ...]}, ...], "
-    "\"recv\": [...]}, block sizes and bytes > 0 and ascending, seconds finite and >= 0";
+    "\"recv\": [...]}, optionally with \"self_send\" and \"self_recv\" of the same form (both or neither), "
+    "block sizes and bytes > 0 and ascending, seconds finite and >= 0";
 
 using ExtrasByBlock = std::vector<std::pair<double, SecondsByBytes>>;  // (block bytes, extra curve), ascending
 
@@ -38,6 +39,7 @@ using ExtrasByBlock = std::vector<std::pair<double, SecondsByBytes>>;  // (block
 struct Engine {
   std::vector<std::pair<double, double>> pass_bandwidth_by_bytes;  // kPassProperty, ascending bytes
   ExtrasByBlock send_extra, recv_extra;                            // kExtrasProperty
+  ExtrasByBlock self_send_extra, self_recv_extra;                  // its optional tables of a message to itself
   std::string summary;
   bool charges() const { return !pass_bandwidth_by_bytes.empty() || !send_extra.empty(); }
 };
@@ -115,10 +117,15 @@ ExtrasByBlock parse_extras_side(const nlohmann::json& rows, const std::string& s
 
 void parse_extras(const std::string& text, const std::string& zone, Engine& engine) {
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.size() != 2 || !j.contains("send") || !j.contains("recv"))
-    refuse(zone, kExtrasProperty, "is not an object of the keys send and recv alone", kExtrasFormat);
+  const bool self = j.is_object() && j.contains("self_send") && j.contains("self_recv");
+  if (j.is_discarded() || !j.is_object() || j.size() != (self ? 4U : 2U) || !j.contains("send") || !j.contains("recv"))
+    refuse(zone, kExtrasProperty,
+           "is not an object of the keys send and recv, with self_send and self_recv or without both", kExtrasFormat);
   engine.send_extra = parse_extras_side(j["send"], "send", zone);
   engine.recv_extra = parse_extras_side(j["recv"], "recv", zone);
+  if (!self) return;
+  engine.self_send_extra = parse_extras_side(j["self_send"], "self_send", zone);
+  engine.self_recv_extra = parse_extras_side(j["self_recv"], "self_recv", zone);
 }
 
 // The property's value and its zone: the host's zone, then the zones around it up to the root
@@ -150,11 +157,14 @@ Engine find_engine() {
   } else {
     parse_extras(extras, extras_zone, e);
     e.summary = "charged: measured non-contiguous extras, " + std::to_string(e.send_extra.size()) + " send and " +
-                std::to_string(e.recv_extra.size()) + " receive block sizes (property " + kExtrasProperty +
-                ", platform zone '" + extras_zone + "')";
+                std::to_string(e.recv_extra.size()) + " receive block sizes" +
+                (e.self_send_extra.empty() ? ", none for a message to itself"
+                                           : ", " + std::to_string(e.self_send_extra.size()) + " and " +
+                                                 std::to_string(e.self_recv_extra.size()) + " for a message to itself") +
+                " (property " + kExtrasProperty + ", platform zone '" + extras_zone + "')";
   }
   if (!simgrid::config::get_value<bool>("smpi/simulate-computation"))
-    return {{}, {}, {}, "not charged: computation is not simulated (smpi/simulate-computation off)"};
+    return {{}, {}, {}, {}, {}, "not charged: computation is not simulated (smpi/simulate-computation off)"};
   return e;
 }
 
@@ -170,18 +180,21 @@ const Engine& engine() {
 
 // Seconds the engine costs one side of `count` instances of `type`; 0 when they are one
 // contiguous run. With the measured extras, the side's blocks are its bytes over its count of
-// contiguous blocks.
-double side_seconds(const Engine& e, MessageSide side, int count, MPI_Datatype type) {
+// contiguous blocks, and a message to itself reads the tables of such messages (none: nothing).
+double side_seconds(const Engine& e, MessageSide side, int count, MPI_Datatype type, bool to_itself = false) {
   if (!e.charges()) return 0.0;
   const std::int64_t bytes = bytes_of(count, type);
   if (bytes <= 0) return 0.0;
   const auto layout = type_layout(type);
   if (layout->dense() || (count == 1 && layout->blocks.size() == 1)) return 0.0;
   const double total = static_cast<double>(bytes);
-  if (!e.pass_bandwidth_by_bytes.empty()) return total / interpolate_log(e.pass_bandwidth_by_bytes, total);
+  if (!e.pass_bandwidth_by_bytes.empty())  // the experiment's price, kept as it was: other ranks' messages only
+    return to_itself ? 0.0 : total / interpolate_log(e.pass_bandwidth_by_bytes, total);
   const double block = total / (static_cast<double>(count) * static_cast<double>(layout->blocks.size()));
-  return blend_by_size(side == MessageSide::send ? e.send_extra : e.recv_extra, block,
-                       [&](const SecondsByBytes& curve) { return extra_curve_at(curve, total); });
+  const ExtrasByBlock& table = to_itself ? (side == MessageSide::send ? e.self_send_extra : e.self_recv_extra)
+                                         : (side == MessageSide::send ? e.send_extra : e.recv_extra);
+  if (table.empty()) return 0.0;
+  return blend_by_size(table, block, [&](const SecondsByBytes& curve) { return extra_curve_at(curve, total); });
 }
 
 // The work as this rank's simulated computation; the compute burst before it is closed first,
@@ -190,13 +203,15 @@ void charge(double seconds) {
   if (seconds > 0.0) smpi_execute_benched(seconds);
 }
 
-// One side of every message of an Alltoallw call to or from another rank.
-void charge_alltoallw_side(MessageSide side, const int* counts, const MPI_Datatype* types, const AlltoallwComm& c) {
+// One side of every message of an Alltoallw call to or from another rank, and of the own block
+// unless the call is in place (which leaves it where it is).
+void charge_alltoallw_side(MessageSide side, const int* counts, const MPI_Datatype* types, const AlltoallwComm& c,
+                           bool in_place) {
   const Engine& e = engine();
   if (!e.charges() || c.inter) return;
   double seconds = 0.0;
   for (int peer = 0; peer < c.size; ++peer)
-    if (peer != c.rank) seconds += side_seconds(e, side, counts[peer], types[peer]);
+    if (peer != c.rank || !in_place) seconds += side_seconds(e, side, counts[peer], types[peer], peer == c.rank);
   charge(seconds);
 }
 
@@ -209,11 +224,11 @@ void charge_datatype_engine(MessageSide side, int count, MPI_Datatype type) {
 void charge_alltoallw_sends(const AlltoallwArgs& a, const AlltoallwComm& c) {
   const bool in_place = a.sendbuf == MPI_IN_PLACE;  // then each peer's block leaves from recvbuf
   charge_alltoallw_side(MessageSide::send, in_place ? a.recvcounts : a.sendcounts, in_place ? a.recvtypes : a.sendtypes,
-                        c);
+                        c, in_place);
 }
 
 void charge_alltoallw_receives(const AlltoallwArgs& a, const AlltoallwComm& c) {
-  charge_alltoallw_side(MessageSide::receive, a.recvcounts, a.recvtypes, c);
+  charge_alltoallw_side(MessageSide::receive, a.recvcounts, a.recvtypes, c, a.sendbuf == MPI_IN_PLACE);
 }
 
 std::string simulated_datatype_engine_summary() { return engine().summary; }

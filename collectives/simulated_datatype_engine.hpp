@@ -17,14 +17,19 @@
 //   it (collectives/measured_curves.hpp): the platform's messages, fitted to contiguous ones,
 //   already hold the copy that a pack replaces, so only the extra is missing. Two non-contiguous
 //   sides of one message are each charged (tb-model's noncontiguous_overlap is not simulated).
+//   Optional "self_send" and "self_recv" tables (both or neither) are the same extras of a rank's
+//   message to itself (tb-beff's host.self_noncontiguous_{send,recv}_extra_seconds): native's own
+//   block is then charged them, as tb-model's noncontiguous_self_messages term charges it.
 // - tb_datatype_engine_bandwidth_by_bytes = "BYTES:BYTES_PER_S;...": one full pass of MPI_Pack
 //   at its measured rate by size (host_platform.py --datatype-engine). An experiment kept for
 //   comparison: on this host's slab redistributions it made native take 1.6-4.1x and pairwise
 //   1.0-4.6x the measured time at 64 KiB - 1 MiB per peer, since the platform's messages already
 //   pay the copy it adds (docs/results/2026-12-04-smpi-datatype-engine.md).
 //
-// native's message to itself is never charged: under SMPI native copies it in the testbed's timed
-// code (collectives/algorithms/native.cpp). Nothing is charged when no zone of the host has either
+// Under SMPI native copies its message to itself in the testbed's timed code
+// (collectives/algorithms/native.cpp), which stands for the contiguous self message; the real
+// library's extra for a non-contiguous one is charged only from the self tables above (without
+// them, and under the MPI_Pack pass, the own block is not charged). Nothing is charged when no zone of the host has either
 // property, or when computation is not simulated (smpi/simulate-computation off, run.py --compute
 // off), where no local work costs anything. A malformed property, or a host whose zones carry
 // both, stops the simulation with a message naming it, at the first call that looks them up.
@@ -50,7 +55,8 @@ enum class MessageSide { send, receive };
 void charge_datatype_engine(MessageSide side, int count, MPI_Datatype type);
 
 // An MPI_Alltoallw call's sides on this rank: every non-contiguous send side to another rank
-// (before the call), every non-contiguous receive side from another rank (after it).
+// (before the call), every non-contiguous receive side from another rank (after it), and the own
+// block's two sides where the platform has the self tables and the call is not in place.
 void charge_alltoallw_sends(const AlltoallwArgs& args, const AlltoallwComm& comm);
 void charge_alltoallw_receives(const AlltoallwArgs& args, const AlltoallwComm& comm);
 

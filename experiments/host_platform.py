@@ -22,7 +22,9 @@ that native and pairwise hand to MPI (collectives/simulated_datatype_engine.hpp)
   time of a message with a non-contiguous send or receive side over the same message contiguous,
   per block size (keys host.noncontiguous_{send,recv}_extra_seconds): what a platform whose
   messages are fitted to contiguous ones misses, the same quantity as tb-model's
-  noncontiguous_messages term.
+  noncontiguous_messages term; and, where the calibration has them, the extras of a rank's message
+  to itself (host.self_noncontiguous_{send,recv}_extra_seconds), charged for native's own block as
+  tb-model's noncontiguous_self_messages term charges them.
 - --datatype-engine: the property tb_datatype_engine_bandwidth_by_bytes, one full MPI_Pack pass
   at its measured rate (key library.bandwidth_by_bytes, or library.copy_bandwidth_bytes_per_s).
   An experiment: on this host's slab redistributions it made SMPI 1.6-4.1x too slow for native at
@@ -105,31 +107,44 @@ def engine_table(calibration, path):
     return table
 
 
+def extras_rows(host, key, path):
+    """One of tb-beff's extras tables, host.<key>, checked: [{block_bytes, seconds_by_bytes}, ...]."""
+    try:
+        rows = [{"block_bytes": float(row["block_bytes"]),
+                 "seconds_by_bytes": [[float(size), float(seconds)] for size, seconds in row["seconds_by_bytes"]]}
+                for row in host[key]]
+    except (KeyError, TypeError, ValueError):
+        raise CalibrationError(f"{path}: host.{key} must be [{{block_bytes, seconds_by_bytes: [[bytes, s], ...]}}, ...]") from None
+    blocks = [row["block_bytes"] for row in rows]
+    for row in rows:
+        sizes = [size for size, _ in row["seconds_by_bytes"]]
+        if not sizes or sizes != sorted(set(sizes)) or sizes[0] <= 0 or \
+                any(not (math.isfinite(s) and s >= 0) for _, s in row["seconds_by_bytes"]):
+            raise CalibrationError(f"{path}: host.{key}, block {row['block_bytes']:g} B: sizes must be > 0 and "
+                                   f"ascending, seconds finite and >= 0")
+    if blocks != sorted(set(blocks)) or blocks[0] <= 0:
+        raise CalibrationError(f"{path}: host.{key}: block sizes must be > 0 and ascending")
+    return rows
+
+
 def extras_table(calibration, path):
-    """tb-beff's non-contiguous extras, {"send": [...], "recv": [...]}; an error without them."""
+    """tb-beff's non-contiguous extras, {"send": [...], "recv": [...]}, and where the calibration
+    has them its extras of a rank's message to itself, "self_send" and "self_recv" (native's own
+    block); an error without the first two, or with one of the last two alone."""
     host = calibration.get("host") if isinstance(calibration.get("host"), dict) else {}
     table = {}
     for side in ("send", "recv"):
         key = f"noncontiguous_{side}_extra_seconds"
-        rows = host.get(key)
-        if not rows:
+        if not host.get(key):
             raise CalibrationError(f"{path}: no host.{key} (tb-beff --fit-out at 2 ranks writes it) for --noncontiguous-extras")
-        try:
-            rows = [{"block_bytes": float(row["block_bytes"]),
-                     "seconds_by_bytes": [[float(size), float(seconds)] for size, seconds in row["seconds_by_bytes"]]}
-                    for row in rows]
-        except (KeyError, TypeError, ValueError):
-            raise CalibrationError(f"{path}: host.{key} must be [{{block_bytes, seconds_by_bytes: [[bytes, s], ...]}}, ...]") from None
-        blocks = [row["block_bytes"] for row in rows]
-        for row in rows:
-            sizes = [size for size, _ in row["seconds_by_bytes"]]
-            if not sizes or sizes != sorted(set(sizes)) or sizes[0] <= 0 or \
-                    any(not (math.isfinite(s) and s >= 0) for _, s in row["seconds_by_bytes"]):
-                raise CalibrationError(f"{path}: host.{key}, block {row['block_bytes']:g} B: sizes must be > 0 and "
-                                       f"ascending, seconds finite and >= 0")
-        if blocks != sorted(set(blocks)) or blocks[0] <= 0:
-            raise CalibrationError(f"{path}: host.{key}: block sizes must be > 0 and ascending")
-        table[side] = rows
+        table[side] = extras_rows(host, key, path)
+    self_keys = {f"self_{side}": f"self_noncontiguous_{side}_extra_seconds" for side in ("send", "recv")}
+    present = [key for key in self_keys.values() if host.get(key)]
+    if len(present) == 1:
+        raise CalibrationError(f"{path}: host.{present[0]} without its other side; a calibration has both or neither")
+    for side, key in self_keys.items():
+        if present:
+            table[side] = extras_rows(host, key, path)
     return table
 
 
@@ -217,7 +232,8 @@ def main(argv):
     price = parser.add_mutually_exclusive_group()
     price.add_argument("--noncontiguous-extras", action="store_true",
                        help="add tb-beff's measured extra time of a non-contiguous message side per block size, which "
-                            "the smpi build then charges for native's and pairwise's non-contiguous sides")
+                            "the smpi build then charges for native's and pairwise's non-contiguous sides (native's own "
+                            "block: the extras of a message to itself, where the calibration has them)")
     price.add_argument("--datatype-engine", action="store_true",
                        help="add the library's datatype engine (one MPI_Pack pass at its measured rate) instead, an "
                             "experiment (docs/results/2026-12-04-smpi-datatype-engine.md)")
@@ -235,7 +251,9 @@ def main(argv):
     with open(args.out, "w") as f:
         f.write(text)
     if args.noncontiguous_extras:
-        print(f"host_platform.py: wrote {args.out}, with the measured non-contiguous extras")
+        mine = "with" if "self_send" in extras_table(calibration, args.calibration) else "without"
+        print(f"host_platform.py: wrote {args.out}, with the measured non-contiguous extras, {mine} those of a "
+              f"message to itself")
     elif args.datatype_engine:
         print(f"host_platform.py: wrote {args.out}, with the library's datatype engine")
     else:

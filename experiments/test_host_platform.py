@@ -119,6 +119,24 @@ class HostPlatform(unittest.TestCase):
             with self.assertRaises(SystemExit):  # one price per platform
                 host_platform.main([path, "--out", out, "--noncontiguous-extras", "--datatype-engine"])
 
+    def test_the_extras_of_a_message_to_itself_go_with_them_where_measured(self):
+        extras = calibration()
+        rows = [{"block_bytes": 64, "seconds_by_bytes": [[4096, 1e-6]]}]
+        self_rows = [{"block_bytes": 64, "seconds_by_bytes": [[4096, 3e-7], [65536, 9e-6]]}]
+        extras["host"].update(noncontiguous_send_extra_seconds=rows, noncontiguous_recv_extra_seconds=rows,
+                              self_noncontiguous_send_extra_seconds=self_rows,
+                              self_noncontiguous_recv_extra_seconds=self_rows)
+        text = host_platform.platform(extras, "c", 2, "cmd", noncontiguous_extras=True)
+        value = json.loads(text.split('<prop id="tb_noncontiguous_extra_seconds" value=\'')[1].split("'/>")[0])
+        self.assertEqual(sorted(value), ["recv", "self_recv", "self_send", "send"])
+        self.assertEqual(value["self_send"], [{"block_bytes": 64.0, "seconds_by_bytes": [[4096.0, 3e-7], [65536.0, 9e-6]]}])
+        del extras["host"]["self_noncontiguous_recv_extra_seconds"]
+        with self.assertRaisesRegex(host_platform.CalibrationError, "self_noncontiguous_send_extra_seconds without its other side"):
+            host_platform.platform(extras, "c.json", 2, "cmd", noncontiguous_extras=True)
+        extras["host"]["self_noncontiguous_recv_extra_seconds"] = [{"block_bytes": 64}]
+        with self.assertRaisesRegex(host_platform.CalibrationError, "self_noncontiguous_recv_extra_seconds must be"):
+            host_platform.platform(extras, "c.json", 2, "cmd", noncontiguous_extras=True)
+
     def test_the_calibrations_vector_path_state_is_a_zone_property_where_recorded(self):
         recorded = calibration()
         recorded["calibration"].update(vector_path={"ratio": 5.61234}, vector_path_after={"ratio": 1.9})
