@@ -24,14 +24,7 @@
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    CHECK(MPI_Init(&argc, &argv));
-    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size != 2) {
-        if (rank == 0) fprintf(stderr, "cold_message: run on 2 ranks\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const int rank = start_pair(&argc, &argv, "");
     char *send = checked_malloc(ARRAY), *recv = checked_malloc(ARRAY);
     memset(send, 1, ARRAY);
     memset(recv, 0, ARRAY);

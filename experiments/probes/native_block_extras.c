@@ -72,15 +72,7 @@ static double self_sendrecv(char *buf, char *recv, int bytes, MPI_Datatype type,
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    CHECK(MPI_Init(&argc, &argv));
-    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size != 2) {
-        if (rank == 0)
-            fprintf(stderr, "native_block_extras: run on 2 ranks, not %d\n", size);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const int rank = start_pair(&argc, &argv, "");
     const int largest = 1 << 20;
     char *buf[4], *recv = checked_malloc(2 * largest);
     for (int m = 0; m < 4; m++)

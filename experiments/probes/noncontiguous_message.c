@@ -61,15 +61,7 @@ static double pack(char *strided, char *packed, int bytes, MPI_Datatype vector, 
 int main(int argc, char **argv)
 {
     static const int blocks[] = { 64, 1024, 4096, 16384, 512 << 10 };
-    int rank, size;
-    CHECK(MPI_Init(&argc, &argv));
-    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size != 2) {
-        if (rank == 0)
-            fprintf(stderr, "noncontiguous_message: run on 2 ranks, not %d\n", size);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const int rank = start_pair(&argc, &argv, "");
     char *strided = checked_malloc(2 * (size_t) LARGEST), *strided_in = checked_malloc(2 * (size_t) LARGEST);
     char *send = checked_malloc(LARGEST), *recv = checked_malloc(LARGEST);
     memset(strided, 1, 2 * (size_t) LARGEST);

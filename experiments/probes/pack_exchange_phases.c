@@ -75,15 +75,7 @@ static double timed(int phase, struct arrays *a, size_t bytes, int rank)
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    CHECK(MPI_Init(&argc, &argv));
-    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size != 2) {
-        if (rank == 0)
-            fprintf(stderr, "pack_exchange_phases: run on 2 ranks\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const int rank = start_pair(&argc, &argv, "");
     char *end = NULL;
     const long block = argc > 1 ? strtol(argv[1], &end, 10) : 0;
     if (argc > 2 || (argc > 1 && (*end != '\0' || block < 0 || block > 16384 || (block & (block - 1)) != 0))) {

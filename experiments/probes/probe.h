@@ -15,7 +15,10 @@
  *                  repetition counts the probes use;
  *   paired_sendrecv(send, recv, bytes, partner)
  *                  seconds of one MPI_Sendrecv of `bytes` each way with `partner` after a barrier,
- *                  the slowest rank's.
+ *                  the slowest rank's;
+ *   start_pair(&argc, &argv, where)
+ *                  MPI_Init for a probe of exactly 2 ranks: returns this rank, or (another count)
+ *                  "<PROBE_NAME>: run on 2 ranks<where>, not N" from rank 0 and MPI_Abort.
  * The functions are static inline, so a probe that does not use one gets no unused-function
  * warning: ctest probes.compile (and probes.compile.smpi for smpi_*.c) compiles every probe with
  * -Wall -Wextra -Werror, so that none of them rots (tests/CMakeLists.txt).
@@ -84,6 +87,20 @@ static inline double paired_sendrecv(const char *send, char *recv, size_t bytes,
                        MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     t = MPI_Wtime() - t;
     return slowest_rank(t);
+}
+
+static inline int start_pair(int *argc, char ***argv, const char *where)
+{
+    int rank, size;
+    CHECK(MPI_Init(argc, argv));
+    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    if (size != 2) {
+        if (rank == 0)
+            fprintf(stderr, PROBE_NAME ": run on 2 ranks%s, not %d\n", where, size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return rank;
 }
 
 #endif /* TB_PROBES_PROBE_H */

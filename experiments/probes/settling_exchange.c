@@ -37,14 +37,7 @@ static void disturb(int kind, char *send, size_t bytes, char *scratch, int repet
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    CHECK(MPI_Init(&argc, &argv));
-    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size != 2) {
-        if (rank == 0) fprintf(stderr, "settling_exchange: run on 2 ranks\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const int rank = start_pair(&argc, &argv, "");
     char *send = checked_malloc(LARGEST), *recv = checked_malloc(LARGEST), *scratch = checked_malloc(TRAFFIC);
     memset(send, 1, LARGEST);
     memset(recv, 0, LARGEST);

@@ -125,14 +125,7 @@ static void get(struct ucx *u, char *recv, size_t bytes)
 
 int main(int argc, char **argv)
 {
-    int rank, size;
-    CHECK(MPI_Init(&argc, &argv));
-    CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    if (size != 2) {
-        if (rank == 0) fprintf(stderr, "zero_copy_get: run on 2 ranks of one node\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    const int rank = start_pair(&argc, &argv, " of one node");
     char *send = checked_aligned_alloc(4096, LARGEST), *recv = checked_aligned_alloc(4096, LARGEST);
     memset(send, rank + 1, LARGEST);
     memset(recv, 0, LARGEST);
