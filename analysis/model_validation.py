@@ -179,11 +179,12 @@ BENCH_NAME = re.compile(r"^alltoallw/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<
 TIME_UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def bench_samples(path, state="all", tally=None):
+def bench_samples(path, state="all", tally=None, every=None):
     """{Point: {algorithm: [seconds per pass]}} from a tb-bench --benchmark_out JSON file (the
     alltoallw layouts; Google Benchmark's aggregate rows and the persistent forms left out). Only
     the passes timed in `state` (row_state; every algorithm keeps its key, its list maybe empty),
-    each counted in `tally` when one is given."""
+    each counted in `tally` when one is given; `every`, when given, gets every pass whatever its
+    state, in the same shape (one reading of the file for both)."""
     points = {}
     doc = load_json(path)
     launch = launch_ratio(doc, kind_of(state))
@@ -198,8 +199,11 @@ def bench_samples(path, state="all", tally=None):
             raise ValueError(f"{path}: benchmark {b['name']}: unknown time unit '{unit}'")
         point = Point("tb-bench", m["layout"], int(m["bytes"]))
         kept = points.setdefault(point, {}).setdefault(m["algorithm"], [])
+        seconds = b["real_time"] * TIME_UNIT_S[unit]
         if row_in_state(b, launch, state, tally, f"{path}: {b['name']}"):
-            kept.append(b["real_time"] * TIME_UNIT_S[unit])
+            kept.append(seconds)
+        if every is not None:
+            every.setdefault(point, {}).setdefault(m["algorithm"], []).append(seconds)
     if not points:
         raise ValueError(f"{path}: no alltoallw/<layout>/<algorithm>/<bytes> benchmarks (not tb-bench JSON?)")
     return points
@@ -1024,8 +1028,9 @@ def overhead_samples(paths, state):
     them once before the repetitions and once in each)."""
     samples = {}
     for path in paths:
-        kept = bench_samples(path, state)
-        for point, by_algorithm in bench_samples(path, "all").items():
+        every = {}
+        kept = bench_samples(path, state, every=every)
+        for point, by_algorithm in every.items():
             if point.layout != "contiguous" or point.bytes_per_peer != 1:
                 continue
             for algorithm, seconds in by_algorithm.items():
