@@ -273,7 +273,7 @@ double noncontiguous_extra_s(const NoncontiguousExtra& send, const Noncontiguous
          (recv_blocks > 1 ? recv.extra_s(bytes, bytes / recv_blocks) : 0.0);
 }
 
-// One rank's message to itself (see SelfMessage).
+// One rank's message to itself (see SelfMessage), without the cold extra (below).
 double self_message_s(const SelfMessage& m, const Network& network, const MemoryModel& library,
                       const MemoryModel& memory, double working_set) {
   if (m.bytes <= 0) return 0.0;
@@ -289,6 +289,16 @@ double self_message_s(const SelfMessage& m, const Network& network, const Memory
     return measured->time_s(m.bytes) +
            noncontiguous_extra_s(pairs->send_extra, pairs->recv_extra, m.bytes, m.send_blocks, m.recv_blocks);
   return library.copy_time_s(m.bytes, blocks, working_set);
+}
+
+// The measured extra of a rank's message to itself whose buffers `traffic_bytes` of the call's
+// memory traffic have pushed out of cache (host with tb-beff's cold self messages), as a message
+// between ranks pays cold_messages(); 0 without that measurement or where the library does not
+// send it (no measured self messages: a plain copy, priced by working set).
+double cold_self_message_s(const SelfMessage& m, const Network& network, double traffic_bytes) {
+  const ColdMessageExtra* cold = network.cold_self_messages();
+  if (m.bytes <= 0 || !cold || !network.self_messages()) return 0.0;
+  return cold->extra_s(m.bytes, traffic_bytes);
 }
 
 // The extra time of rank r's copies out of what other ranks of its node wrote, or over what they
@@ -369,6 +379,7 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
                                                  p.local_pieces[r]) +
                                   library_sides_s(p, r, network, library, memory, working_set[r]) +
                                   self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +
+                                  cold_self_message_s(self_message_of(p, r), network, traffic[r]) +
                                   node_handoff_s(p, r, network, memory));
     const double comm =
         (p.zero_copy_gets ? network.gets_phase_time_s(p.messages, traffic) : network.phase_time_s(p.messages, traffic)) +

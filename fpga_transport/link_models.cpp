@@ -195,6 +195,7 @@ void to_json(nlohmann::json& j, const HostMessage& m) {
   if (!m.fresh.empty()) j["fresh_message_extra_seconds_by_bytes"] = m.fresh;
   if (!m.gets.empty()) j["get_seconds_by_bytes"] = m.gets;
   if (!m.cold.empty()) j["cold_message_extra_seconds"] = m.cold;
+  if (!m.self_cold.empty()) j["cold_self_message_extra_seconds"] = m.self_cold;
 }
 void to_json(nlohmann::json& j, const ColdMessageExtra& m) {
   j = nlohmann::json::array();
@@ -232,13 +233,14 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
               "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds", "noncontiguous_recv_extra_seconds",
               "self_noncontiguous_send_extra_seconds", "self_noncontiguous_recv_extra_seconds",
               "node_handoff_extra_seconds_by_bytes", "node_handoff_piece_extra_seconds_by_bytes",
-              "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds"});
+              "fresh_message_extra_seconds_by_bytes", "get_seconds_by_bytes", "cold_message_extra_seconds",
+              "cold_self_message_extra_seconds"});
   nlohmann::json fit = j;
   for (const char* key : {"message_seconds_by_bytes", "self_message_seconds_by_bytes", "noncontiguous_send_extra_seconds",
                           "noncontiguous_recv_extra_seconds", "self_noncontiguous_send_extra_seconds",
                           "self_noncontiguous_recv_extra_seconds", "node_handoff_extra_seconds_by_bytes",
                           "node_handoff_piece_extra_seconds_by_bytes", "fresh_message_extra_seconds_by_bytes",
-                          "get_seconds_by_bytes", "cold_message_extra_seconds"})
+                          "get_seconds_by_bytes", "cold_message_extra_seconds", "cold_self_message_extra_seconds"})
     fit.erase(key);
   fit.get_to(m.fit);
   read_curve(j, "message_seconds_by_bytes", m.measured);
@@ -255,6 +257,7 @@ void from_json(const nlohmann::json& j, HostMessage& m) {
   read_curve(j, "fresh_message_extra_seconds_by_bytes", m.fresh);
   read_curve(j, "get_seconds_by_bytes", m.gets);
   read_curve(j, "cold_message_extra_seconds", m.cold);
+  read_curve(j, "cold_self_message_extra_seconds", m.self_cold);
   if (m.send_extra.empty() != m.recv_extra.empty())
     throw std::invalid_argument("keys 'noncontiguous_send_extra_seconds' and 'noncontiguous_recv_extra_seconds' come "
                                 "together (tb-beff measures both); one is missing");

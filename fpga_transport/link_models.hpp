@@ -118,7 +118,8 @@ struct ColdMessageExtra {
 // between. `gets`: the measured time of one zero-copy get of L bytes,
 // made by the receiver alone (tb-beff's gets: ucx_zcopy's UCX gets in pairs, issued back to back);
 // empty: not measured. `cold`: the extra of a message after other memory traffic (above); empty:
-// not measured.
+// not measured. `self_cold`: the same of a message from a rank to itself (every rank at once);
+// empty: not measured (self messages then pay no cold extra).
 struct HostMessage {
   Hockney fit;
   MeasuredCurve measured;
@@ -134,7 +135,7 @@ struct HostMessage {
   MeasuredCurve fresh;
   double fresh_message_s(double bytes) const;
   MeasuredCurve gets;
-  ColdMessageExtra cold;
+  ColdMessageExtra cold, self_cold;
   bool is_measured() const { return !measured.empty(); }
   double message_time_s(double bytes) const;
 };

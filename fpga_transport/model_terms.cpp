@@ -73,6 +73,12 @@ const std::vector<ModelTerm>& switchable_terms() {
        "tb-beff --fit-out, key 'host.cold_message_extra_seconds': ranks in pairs, MPI_Sendrecv of L bytes after "
        "each rank writes T bytes of other memory, per T; the median minus the median of the same exchange settled "
        "(timed after 6 untimed repeats: tb_beff.cpp's kSettleExchanges)"},
+      {"cold_self_messages",
+       "host: a rank's message to itself inside the MPI library (native's own block, local_remap's self part) also "
+       "pays the measured extra of its buffers being out of cache after the rank's memory traffic in the call",
+       "tb-beff --fit-out, key 'host.cold_self_message_extra_seconds': every rank exchanging with itself at once, "
+       "MPI_Sendrecv of L bytes after each rank writes T bytes of other memory, per T; the median minus the median "
+       "of the same exchange settled"},
       {"timing_barrier",
        "cluster: the testbed's timing barrier's uneven exits, which the first timed call waits out: the widest "
        "spread within one communicator, over the calls per timed loop (tb-model --inner)",
@@ -123,6 +129,8 @@ void switch_off(const std::string& term, std::vector<Network>& networks, MemoryM
     for (Network& n : networks) n.drop_fresh_messages();
   } else if (term == "cold_messages") {
     for (Network& n : networks) n.drop_cold_messages();
+  } else if (term == "cold_self_messages") {
+    for (Network& n : networks) n.drop_cold_self_messages();
   } else if (term == "zero_copy_gets") {
     for (Network& n : networks) n.drop_zero_copy_gets();
   } else if (term == "timing_barrier") {

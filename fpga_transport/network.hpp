@@ -145,6 +145,12 @@ class Network {
     return kind_ == NetworkKind::host && !host_.cold.empty() ? &host_.cold : nullptr;
   }
   void drop_cold_messages() { host_.cold = {}; }
+  // The same of a message from a rank to itself (host with tb-beff's cold self messages), or null:
+  // a self message then pays no cold extra.
+  const ColdMessageExtra* cold_self_messages() const {
+    return kind_ == NetworkKind::host && !host_.self_cold.empty() ? &host_.self_cold : nullptr;
+  }
+  void drop_cold_self_messages() { host_.self_cold = {}; }
   // The measured extra of a message whose bytes its sender has just written (host with tb-beff's
   // fresh messages), or null.
   const HostMessage* fresh_messages() const {

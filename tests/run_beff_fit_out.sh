@@ -17,7 +17,9 @@
 # the testbed has UCX the zero-copy gets (host.get_seconds_by_bytes), one positive time per size
 # 64 B - 64 KiB, named by tb-model, and not with --without zero_copy_gets (without UCX: no such key);
 # and the cold messages' extras (host.cold_message_extra_seconds), per traffic size 256 KiB - 64 MiB
-# one extra >= 0 per size 4-64 KiB, named by tb-model, and not with --without cold_messages.
+# one extra >= 0 per size 4-64 KiB, named by tb-model, and not with --without cold_messages; and
+# the cold self messages' (host.cold_self_message_extra_seconds) likewise, and not with --without
+# cold_self_messages.
 #   run_beff_fit_out.sh OUT_DIR TB_MODEL MEMORY_JSON MPIEXEC [mpiexec args...] TB_BEFF [tb-beff args...]
 set -euo pipefail
 out=$1 model=$2 memory=$3
@@ -87,14 +89,15 @@ elif [b for b, _ in gets] != [64, 256, 1024, 4096, 16384, 65536] or any(s <= 0 f
     sys.exit(f"run_beff_fit_out: FAILED: the zero-copy gets {gets} are not one positive time per size 64 B - 64 KiB")
 else:
     print(f"run_beff_fit_out: zero-copy gets at {len(gets)} sizes")
-cold = host["cold_message_extra_seconds"]
-traffic = [int(e["traffic_bytes"]) for e in cold]
-if traffic != [262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20] or any(
-        [b for b, _ in e["seconds_by_bytes"]] != [4096, 16384, 65536] or any(s < 0 for _, s in e["seconds_by_bytes"])
-        for e in cold):
-    sys.exit(f"run_beff_fit_out: FAILED: the cold messages {cold} are not one extra >= 0 per size 4-64 KiB "
-             "for traffic 256 KiB - 64 MiB")
-print(f"run_beff_fit_out: cold messages after {len(traffic)} traffic sizes")
+for key, what in (("cold_message_extra_seconds", "cold messages"), ("cold_self_message_extra_seconds", "cold self messages")):
+    cold = host[key]
+    traffic = [int(e["traffic_bytes"]) for e in cold]
+    if traffic != [262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20] or any(
+            [b for b, _ in e["seconds_by_bytes"]] != [4096, 16384, 65536] or any(s < 0 for _, s in e["seconds_by_bytes"])
+            for e in cold):
+        sys.exit(f"run_beff_fit_out: FAILED: the {what} {cold} are not one extra >= 0 per size 4-64 KiB "
+                 "for traffic 256 KiB - 64 MiB")
+    print(f"run_beff_fit_out: {what} after {len(traffic)} traffic sizes")
 EOF
 # tb-model's header for the written network (extra arguments appended).
 header() { "$model" --network "$out/host.json" --shape 8,8,8 --grid 2 --memory "$memory" "$@"; }
@@ -120,7 +123,8 @@ if header --without node_handoff | grep -q "node handoffs in 64 B pieces measure
   exit 1
 fi
 names_term fresh_messages "fresh messages measured \(tb-beff, [0-9]+ sizes\)" "fresh messages measured"
-names_term cold_messages "cold messages measured \(tb-beff, [0-9]+ traffic sizes\)" "cold messages measured"
+names_term cold_messages "; cold messages measured \(tb-beff, [0-9]+ traffic sizes\)" "; cold messages measured"
+names_term cold_self_messages "cold self messages measured \(tb-beff, [0-9]+ traffic sizes\)" "cold self messages measured"
 if grep -q get_seconds_by_bytes "$out/host.json"; then
   names_term zero_copy_gets "zero-copy gets measured \(tb-beff, [0-9]+ sizes\)" "zero-copy gets measured"
 fi

@@ -338,6 +338,38 @@ TEST(CostTerms, SelfMessagesAtTheirMeasuredTime) {
   EXPECT_NEAR(cost({remap[1]}, nets[0], m).local_s, 60e-9, 1e-15);
 }
 
+// Cold self messages. A host whose self message of 1000 B takes 2.99 us (2 us at 10 B, 3 us at
+// 1010 B), with the cold extra of such a self message 1 us after 100 B of traffic and 5 us after
+// 10000 B. native with each rank's 1000 B to itself and nothing else: the rank's traffic is its
+// working set, the self message's 1000 B, halfway between the two on log T, so the extra is 3 us
+// and the local work 5.99 us. Without the term 2.99 us; without the measured self messages the
+// self part is a plain copy (1 us + one 10 ns block) and pays no cold extra.
+TEST(CostTerms, ColdSelfMessagesPayTheExtraAfterTheCallsMemoryTraffic) {
+  nlohmann::json spec = {
+      {"kind", "host"},
+      {"host",
+       {{"alpha_s", 0.0},
+        {"beta_s_per_byte", 0.0},
+        {"self_message_seconds_by_bytes", {{10, 2e-6}, {1010, 3e-6}}},
+        {"cold_self_message_extra_seconds",
+         {{{"traffic_bytes", 100}, {"seconds_by_bytes", {{1000, 1e-6}}}},
+          {{"traffic_bytes", 10000}, {"seconds_by_bytes", {{1000, 5e-6}}}}}}}}};
+  MemoryModel m = plain_memory(1e9, 10e-9);
+  CommPattern self_only(2);
+  self_only.at(0, 0) = {1000, 1, 1};
+  self_only.at(1, 1) = {1000, 1, 1};
+  const auto native = schedule("native", self_only, {});
+  std::vector<Network> nets{Network::from_json(spec, 2)};
+  EXPECT_NEAR(cost(native, nets[0], m).local_s, 5.99e-6, 1e-12);
+  std::vector<Network> plain_self{Network::from_json(spec, 2)};
+  MemoryModel plain_m = m;
+  switch_off("self_messages", plain_self, plain_m);
+  EXPECT_NEAR(cost(native, plain_self[0], plain_m).local_s, 1.01e-6, 1e-12);
+  switch_off("cold_self_messages", nets, m);
+  EXPECT_EQ(nets[0].cold_self_messages(), nullptr);
+  EXPECT_NEAR(cost(native, nets[0], m).local_s, 2.99e-6, 1e-12);
+}
+
 // The self-message curve is checked like the message curve: its errors name its key.
 TEST(CostTerms, SelfMessagesMalformedCurveNamesTheKey) {
   auto host_with = [](const nlohmann::json& curve) {
@@ -824,7 +856,7 @@ TEST(CostTerms, LocalWorkSwitchesOff) {
 
 // Every switchable term has a name, what it adds and its source.
 TEST(CostTerms, SwitchableTermsAreDescribed) {
-  ASSERT_EQ(switchable_terms().size(), 18u);
+  ASSERT_EQ(switchable_terms().size(), 19u);
   for (const ModelTerm& t : switchable_terms()) {
     EXPECT_FALSE(t.adds.empty()) << t.name;
     EXPECT_FALSE(t.source.empty()) << t.name;

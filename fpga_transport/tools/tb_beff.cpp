@@ -20,7 +20,8 @@
 // host.fresh_message_extra_seconds_by_bytes). Where the testbed has UCX, it times in pairs the
 // zero-copy gets ucx_zcopy makes, on ucx_zcopy's own UCX state (key host.get_seconds_by_bytes).
 // And in pairs it times messages whose buffers other memory traffic has pushed out of cache
-// against the same messages settled (key host.cold_message_extra_seconds).
+// against the same messages settled (key host.cold_message_extra_seconds), and so each rank with
+// itself (key host.cold_self_message_extra_seconds).
 //
 //   mpiexec -n 2 tb-beff --json beff.json --fit-out host.json
 #include "collectives/mpi_error.hpp"
@@ -320,7 +321,8 @@ Noncontiguous measure_noncontiguous_pairs(const Options& opt, int rank, int size
 // Cold messages: ranks in pairs, every pair at once: MPI_Sendrecv of L bytes each way right after
 // each rank wrote T bytes of a scratch array (other memory traffic between two uses of the
 // message's buffers, as the rest of a call makes it), against the same exchange settled
-// (settled_sendrecv_seconds).
+// (settled_sendrecv_seconds). Cold self messages: the same with every rank exchanging with itself,
+// all ranks at once (the library's own copy of a self part, its buffers out of cache as well).
 // Per (T, L) the median over repetitions (each the MAX over ranks) of the first minus that of the
 // second, never below 0. L: the paired sizes up to --pairs-max-bytes. Received bytes are checked.
 constexpr int kColdRepetitions = 5;
@@ -350,12 +352,11 @@ double settled_sendrecv_seconds(PairExchange& x, std::int64_t bytes) {
   return sendrecv_seconds(x, bytes);
 }
 
-// Needs a pair of ranks; on one rank nothing is measured (an empty table).
-tb::fpga::ColdMessageExtra measure_cold_messages(const Options& opt, int rank, int size, long long& wrong) {
+// The cold exchanges with `partner`: this rank's pair partner, or the rank itself.
+tb::fpga::ColdMessageExtra measure_cold(const Options& opt, int partner, const std::string& what, long long& wrong) {
   tb::fpga::ColdMessageExtra cold;
-  if (size < 2) return cold;
   PairExchange x;
-  x.partner = pair_partner(rank, size);
+  x.partner = partner;
   constexpr unsigned char value = 0x5A;
   const auto largest = static_cast<std::size_t>(opt.pairs_max_bytes);
   x.send.assign(largest, value), x.received.assign(largest, 0);
@@ -381,8 +382,13 @@ tb::fpga::ColdMessageExtra measure_cold_messages(const Options& opt, int rank, i
   }
   TB_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &x.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
   wrong += x.wrong;
-  cold.table.check("tb-beff's cold messages");
+  cold.table.check("tb-beff's cold " + what + " messages");
   return cold;
+}
+
+// Needs a pair of ranks; on one rank nothing is measured (an empty table).
+tb::fpga::ColdMessageExtra measure_cold_messages(const Options& opt, int rank, int size, long long& wrong) {
+  return size < 2 ? tb::fpga::ColdMessageExtra{} : measure_cold(opt, pair_partner(rank, size), "pair", wrong);
 }
 
 // Fresh messages. Ranks in pairs exchange L bytes with MPI_Sendrecv right after each rewrote its
@@ -647,6 +653,9 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   else
     std::printf("  cold messages (extra after other memory traffic, median), 1 MiB after 1 / 64 MiB: %.1f / %.1f us\n",
                 b.host.cold.extra_s(1 << 20, 1 << 20) * 1e6, b.host.cold.extra_s(1 << 20, 64 << 20) * 1e6);
+  std::printf("  cold self messages (every rank to itself at once, extra after other memory traffic, median), "
+              "1 MiB after 1 / 64 MiB: %.1f / %.1f us\n",
+              b.host.self_cold.extra_s(1 << 20, 1 << 20) * 1e6, b.host.self_cold.extra_s(1 << 20, 64 << 20) * 1e6);
   std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
               library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
 }
@@ -691,7 +700,8 @@ void write_fit(const std::string& path, int size, const nlohmann::json& meta, co
                                   "get_seconds_by_bytes (ucx_zcopy's UCX gets in pairs, per get), "
                                   "cold_message_extra_seconds (per traffic size, a paired exchange's median after that "
                                   "much other memory traffic minus its median settled, after " + std::to_string(kSettleExchanges) +
-                                      " repeats)"},
+                                      " repeats), "
+                                  "cold_self_message_extra_seconds (the same, every rank exchanging with itself)"},
                       {"kind", "host"},
                       {"host", b.host},
                       {"library", library},
@@ -730,6 +740,7 @@ int run(const Options& opt) {
   b.host.fresh = measure_fresh_messages(opt, rank, size, x.wrong);
   b.host.gets = measure_gets(opt, rank, size, x.wrong);
   b.host.cold = measure_cold_messages(opt, rank, size, x.wrong);
+  b.host.self_cold = measure_cold(opt, rank, "self", x.wrong);
   const tb::fpga::MemoryModel library = measure_pack();
   meta["cross_core_handoff_after"] = tb::cross_core_handoff(MPI_COMM_WORLD);  // the state they end in
   if (rank == 0) {
