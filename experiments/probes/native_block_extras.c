@@ -5,8 +5,11 @@
  * 64-byte blocks at stride 128 B, every block received contiguously; each region of the send
  * buffer spans 2L and a contiguous block sends its region's first L bytes. Printed: the call with
  * no vector block, then each other way's extra over it, and beside them tb-beff's self extra (an
- * MPI_Sendrecv of the own region to itself, vector over contiguous, every rank at once); median of
- * REPS, the slowest rank's. Every received byte is checked.
+ * MPI_Sendrecv of the own region to itself, vector over contiguous, every rank at once) with its
+ * source in three states: as the interleaved calls left it, rewritten right before (as tb-beff
+ * times it), and evicted (the rank wrote SCRATCH bytes of other memory right before); and the
+ * evicted contiguous self message's extra over the rewritten one. Median of REPS, the slowest
+ * rank's. Every received byte is checked.
  *
  *   mpicc.mpich -O2 -o /tmp/native_block_extras experiments/probes/native_block_extras.c
  *   mpiexec.mpich -n 2 /tmp/native_block_extras
@@ -20,6 +23,8 @@
 #define REPS 11
 #define OWN 1
 #define PEER 2
+#define SCRATCH (8 << 20)
+enum source { AS_LEFT, REWRITTEN, EVICTED };
 static long long wrong;
 static int block = 64;
 
@@ -55,10 +60,17 @@ static double call(char *buf, char *recv, int bytes, int mask, MPI_Datatype vect
     return slowest_rank(t);
 }
 
-/* Seconds of one MPI_Sendrecv of the rank's own region of `buf` to itself (tb-beff's self message),
- * a vector or contiguous, every rank at once; the received bytes are checked. */
-static double self_sendrecv(char *buf, char *recv, int bytes, MPI_Datatype type, int rank)
+/* Seconds of one MPI_Sendrecv of the rank's own region of `buf` (way `mask`) to itself (tb-beff's
+ * self message), a vector or contiguous, every rank at once, its source in state `source`; the
+ * received bytes are checked. */
+static double self_sendrecv(char *buf, int mask, char *recv, char *scratch, int bytes, MPI_Datatype type,
+                            enum source source, int rank)
 {
+    static unsigned char stamp;
+    if (source == REWRITTEN)
+        fill(buf, bytes, mask, rank);
+    if (source == EVICTED)
+        memset(scratch, ++stamp, SCRATCH);
     memset(recv, 0, (size_t) bytes);
     CHECK(MPI_Barrier(MPI_COMM_WORLD));
     const double t0 = MPI_Wtime();
@@ -74,13 +86,16 @@ int main(int argc, char **argv)
 {
     const int rank = start_pair(&argc, &argv, "");
     const int largest = 1 << 20;
-    char *buf[4], *recv = checked_malloc(2 * largest);
+    char *buf[4], *recv = checked_malloc(2 * largest), *scratch = checked_malloc(SCRATCH);
     for (int m = 0; m < 4; m++)
         buf[m] = checked_malloc(4 * largest);  /* one send buffer per way: 0 none, 1 own, 2 peer, 3 both */
     if (rank == 0)
-        printf("%8s %10s %10s %10s %10s %10s (us: the call with no vector block, then each other way's extra "
-               "over it; self x: MPI_Sendrecv to itself, vector over contiguous; %d B blocks, median of %d)\n",
-               "L KiB", "none", "own x", "peer x", "both x", "self x", block, REPS);
+        printf("%8s %10s %10s %10s %10s %10s %10s %10s %10s (us: the call with no vector block, then each "
+               "other way's extra over it; self x: MPI_Sendrecv to itself, vector over contiguous, the source as "
+               "the calls left it, rewritten, evicted; self c ev: contiguous, evicted over rewritten; %d B blocks, "
+               "median of %d)\n",
+               "L KiB", "none", "own x", "peer x", "both x", "self x", "self x hot", "self x ev", "self c ev",
+               block, REPS);
     const int sizes[] = {16384, 65536, 131072, 262144, 1 << 20};
     for (int s = 0; s < 5; s++) {
         const int bytes = sizes[s];
@@ -89,19 +104,22 @@ int main(int argc, char **argv)
         CHECK(MPI_Type_commit(&vector));
         for (int m = 0; m < 4; m++)
             fill(buf[m], bytes, m, rank);
-        double t[6][REPS];
+        double t[10][REPS];
         for (int r = 0; r < REPS; r++) {
             for (int m = 0; m < 4; m++)
                 t[m][r] = call(buf[m], recv, bytes, m, vector, rank);
-            t[4][r] = self_sendrecv(buf[0], recv, bytes, MPI_BYTE, rank);
-            t[5][r] = self_sendrecv(buf[OWN], recv, bytes, vector, rank);
+            for (int source = AS_LEFT; source <= EVICTED; source++) {
+                t[4 + 2 * source][r] = self_sendrecv(buf[0], 0, recv, scratch, bytes, MPI_BYTE, source, rank);
+                t[5 + 2 * source][r] = self_sendrecv(buf[OWN], OWN, recv, scratch, bytes, vector, source, rank);
+            }
         }
-        double med[6];
-        for (int m = 0; m < 6; m++)
+        double med[10];
+        for (int m = 0; m < 10; m++)
             med[m] = median(t[m], REPS) * 1e6;
         if (rank == 0)
-            printf("%8d %10.1f %10.1f %10.1f %10.1f %10.1f\n", bytes / 1024, med[0], med[1] - med[0],
-                   med[2] - med[0], med[3] - med[0], med[5] - med[4]);
+            printf("%8d %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", bytes / 1024, med[0],
+                   med[1] - med[0], med[2] - med[0], med[3] - med[0], med[5] - med[4], med[7] - med[6],
+                   med[9] - med[8], med[8] - med[6]);
         CHECK(MPI_Type_free(&vector));
     }
     CHECK(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
@@ -110,6 +128,7 @@ int main(int argc, char **argv)
     for (int m = 0; m < 4; m++)
         free(buf[m]);
     free(recv);
+    free(scratch);
     CHECK(MPI_Finalize());
     return wrong != 0;
 }
