@@ -48,18 +48,25 @@ class Classes(unittest.TestCase):
         self.assertEqual([c["name"] for c in tune.layout_classes(["contiguous", "vector64", "slab"])],
                          ["contiguous", "block64"])
 
-    def test_the_slabs_blocks_by_size(self):
-        # z, a power of two, the largest with z^3 <= size / 16 elements; a block is 16 z bytes:
-        # 16 B: 1 element, z = 1; 1 KiB: 64, z = 4; 64 KiB: 4096, z = 16; one byte less: 4095, z = 8;
-        # 127 KiB: 8128, z = 16 (16^3 <= 8128 < 32^3); 4 MiB: 2^18, z = 64.
-        self.assertEqual([tune.slab_block_bytes(s) for s in (16, 1024, 65536, 65535, 130048, 4 << 20)],
-                         [16, 64, 256, 128, 256, 1024])
+    def test_the_slabs_blocks_from_tb_benchs_counter(self):
+        doc = {"benchmarks": [{"name": "redistribute/slab/native/1024/manual_time", "block_bytes": 64.0},
+                              {"name": "redistribute/slab/pairwise/1024/manual_time", "block_bytes": 64.0},
+                              {"name": "redistribute/slab/native/65536/manual_time", "block_bytes": 256.0},
+                              {"name": "redistribute/slab/native/65536/manual_time", "run_type": "aggregate"}]}
+        self.assertEqual(tune.block_sizes(doc), {1024: 64, 65536: 256})
+        with self.assertRaisesRegex(ValueError, "redistribute/slab/native/16/manual_time.*no counter block_bytes"):
+            tune.block_sizes({"benchmarks": [{"name": "redistribute/slab/native/16/manual_time"}]})
 
     def test_a_slab_point_joins_the_band_of_its_blocks(self):
+        # tb-bench's slab blocks (16 z bytes, z^3 <= size / 16): 16 B at 16 and 32 B per peer, 64 B at
+        # 1 KiB, 256 B at 64 KiB, 1 KiB at 4 MiB.
         classes = tune.layout_classes(["contiguous", "vector64", "vector256", "vector4K"])
-        self.assertEqual([tune.point_class("slab", s, classes) for s in (16, 32, 1024, 65536, 4 << 20)],
+        blocks = {16: 16, 32: 16, 1024: 64, 65536: 256, 4 << 20: 1024}
+        self.assertEqual([tune.point_class("slab", s, classes, blocks[s]) for s in blocks],
                          [None, "block64", "block64", "block256", "block256"])
-        self.assertEqual(tune.point_class("slab", 65536, tune.layout_classes(["vector64", "vector4K"])), "block64")
+        self.assertEqual(tune.point_class("slab", 65536, tune.layout_classes(["vector64", "vector4K"]), 256), "block64")
+        with self.assertRaisesRegex(ValueError, "slab's point at 1024 B per peer has no block size"):
+            tune.point_class("slab", 1024, classes)
 
 
 class Decisions(unittest.TestCase):
@@ -98,7 +105,7 @@ class Decisions(unittest.TestCase):
         measured = {(TWO_ON_ONE, "vector256"): {("a", 65536): 1.0, ("b", 65536): 1.3,
                                                 ("a", 1 << 20): 1.0, ("b", 1 << 20): 2.0},
                     (TWO_ON_ONE, "slab"): {("a", 65536): 4.0, ("b", 65536): 2.0}}
-        entries = tune.table_entries(measured)
+        entries = tune.table_entries(measured, blocks={"slab": {65536: 256}})
         self.assertEqual([(e["layout_class"], e["bytes_per_peer"], e["algorithm"]) for e in entries],
                          [("block256", [0, 65536], "b"), ("block256", [65537, None], "a")])
         self.assertEqual(entries[0]["worst_over_fastest"], {"a": [2.0], "b": [1.3]})

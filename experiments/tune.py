@@ -19,7 +19,8 @@ log scale) to the next measured B, the largest unbounded. A vector<B> point coun
 bytes per peer (below that every peer's data is one block, which is the contiguous class).
 The slab layout (tb-bench's slab: the FFT's slab redistribution, one side in blocks of 16 B - 1 KiB
 that grow with the size) has no class of its own, since auto cannot tell its calls from a vector's
-of the same blocks: each slab point joins the band holding its blocks at that size, and where a
+of the same blocks: each slab point joins the band holding its blocks at that size (tb-bench's
+counter block_bytes, which every benchmark carries), and where a
 band has a slab and a vector<B> point at one size, each algorithm counts with the larger of its two
 worst ratios (the choice must not be far behind on either) and the sum of its two medians. The
 defaults measure the slab and vector256, the band of its blocks from 64 KiB per peer: decided by
@@ -119,16 +120,6 @@ def block_bytes(layout):
     return int(digits) * scale
 
 
-def slab_block_bytes(size):
-    """The bytes per block of tb-bench's slab layout at `size` bytes per peer: a row of z
-    complex<double>, z = 2^k the largest with z^3 <= size / 16 (microbench/tb_bench.cpp,
-    RedistributionCase); the other side is contiguous."""
-    elements, k = size // 16, 0
-    while 1 << (3 * (k + 1)) <= elements:
-        k += 1
-    return 16 << k
-
-
 def class_name(layout):
     return CONTIGUOUS if layout == CONTIGUOUS else "block" + layout[len("vector"):]
 
@@ -215,6 +206,20 @@ def timed_rows(doc):
         yield parts[2], int(parts[3]), parts[4] if len(parts) > 5 else "", b["real_time"] * unit
 
 
+def block_sizes(doc):
+    """{bytes per peer: bytes per contiguous block of the send side} of tb-bench's benchmarks (its
+    counter block_bytes; the same for every algorithm at one size)."""
+    sizes = {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        if "block_bytes" not in b:
+            raise ValueError(f"tb-bench's benchmark {b.get('name')!r} has no counter block_bytes (a tb-bench "
+                             "older than this tuner?)")
+        sizes[int(b.get("run_name", b["name"]).split("/")[3])] = int(b["block_bytes"])
+    return sizes
+
+
 def medians(doc):
     """{(algorithm, bytes per peer): median seconds} of tb-bench's passes or repetitions (its
     iteration rows)."""
@@ -241,13 +246,16 @@ def node_layout_of(context, ranks, nodes):
 
 # --- deciding -------------------------------------------------------------------------------------
 
-def point_class(layout, size, classes):
+def point_class(layout, size, classes, slab_block=None):
     """The class a point of `layout` at `size` bytes per peer counts for (see the docstring), or None:
-    a vector<B> layout's own band from 2B bytes per peer; a slab point the band holding its blocks,
-    from two blocks per peer (below, its one block is contiguous data)."""
+    a vector<B> layout's own band from 2B bytes per peer; a slab point, whose blocks are
+    `slab_block` bytes (tb-bench's counter), the band holding its blocks, from two blocks per peer
+    (below, its one block is contiguous data)."""
     if layout == CONTIGUOUS:
         return CONTIGUOUS
-    block = slab_block_bytes(size) if layout == SLAB else block_bytes(layout)
+    if layout == SLAB and slab_block is None:
+        raise ValueError(f"the slab's point at {size} B per peer has no block size (tb-bench's counter block_bytes)")
+    block = slab_block if layout == SLAB else block_bytes(layout)
     if size < 2 * block:
         return None
     if layout != SLAB:
@@ -417,7 +425,7 @@ PREPARED_BANDS_RULE = ("per-size bands of the blocking measurements, for prepare
                        "hold for them")
 
 
-def table_entries(measured, tolerance=0.0, one=None, agreements=None, prepared_bands=False):
+def table_entries(measured, tolerance=0.0, one=None, agreements=None, prepared_bands=False, blocks=None):
     """measured: {(node layout key tuple, layout): {(algorithm, size): s}, or a list of those, one per
     launch} -> the table's entries. `one`: (share, within, worst) of the one-algorithm rule, or None;
     `agreements`: {node layout key: seconds auto's per-call agreement costs there} (measured), with
@@ -426,9 +434,9 @@ def table_entries(measured, tolerance=0.0, one=None, agreements=None, prepared_b
     the one algorithm, which needs no agreement). `prepared_bands`: where the rule takes a node
     layout, also keep its per-size bands as "calls": "prepared" entries, for prepared calls, which
     agree once at prepare and so do not pay what the rule saves (without persistent measurements,
-    the best a prepared call has)."""
+    the best a prepared call has). `blocks`: as class_points takes it (the slab's points need it)."""
     per_node_layout = {}
-    for key, classes in class_points(measured).items():
+    for key, classes in class_points(measured, blocks).items():
         for name, at_size in sorted(classes.items()):
             merged = {size: merge_point(points) for size, points in at_size.items()}
             by_size = {size: times for size, (times, _) in merged.items() if times}
@@ -466,9 +474,10 @@ def table_entries(measured, tolerance=0.0, one=None, agreements=None, prepared_b
     return entries
 
 
-def class_points(measured):
+def class_points(measured, blocks=None):
     """measured (as table_entries takes it) -> {node layout key: {class: {size: [(medians {algorithm:
-    s}, worst ratios {algorithm: r}) of each layout with a point of that class there]}}}."""
+    s}, worst ratios {algorithm: r}) of each layout with a point of that class there]}}}; `blocks`:
+    {layout: block_sizes() of its runs}, which the slab's points need."""
     classes = layout_classes(sorted({layout for _, layout in measured}))
     out = {}
     for (key, layout), times in sorted(measured.items()):
@@ -479,7 +488,7 @@ def class_points(measured):
             at[size][0][algorithm] = seconds
             at[size][1][algorithm] = worst_ratios[(algorithm, size)]
         for size, point in at.items():
-            name = point_class(layout, size, classes)
+            name = point_class(layout, size, classes, (blocks or {}).get(layout, {}).get(size))
             if name is not None:
                 out.setdefault(key, {}).setdefault(name, {}).setdefault(size, []).append(point)
     return out
@@ -710,9 +719,10 @@ def busy_compilers():
 def measure(options, algorithms):
     """Every (node layout, layout) run, --launches times over, one progress line each. Returns the
     medians of the blocking forms ({(node layout, layout): [per launch {(algorithm, size): s}]}), the
-    same of the prepared forms (empty unless --calls has persistent), the last run's tb-bench
-    context, the runs' records and {node count asked for: node layout key}."""
-    measured, prepared, runs, context, keys = {}, {}, [], {}, {}
+    same of the prepared forms (empty unless --calls has persistent), each layout's block sizes
+    ({layout: block_sizes()}), the last run's tb-bench context, the runs' records and {node count
+    asked for: node layout key}."""
+    measured, prepared, blocks, runs, context, keys = {}, {}, {}, [], {}, {}
     total = options.launches * len(options.nodes) * len(options.layouts)
     started = time.time()
     if busy_compilers():
@@ -729,6 +739,7 @@ def measure(options, algorithms):
                 key = (layout_key["ranks"], layout_key["nodes"], layout_key["ranks_per_node"])
                 keys[nodes] = key
                 blocking, persistent = split_calls(medians(doc))
+                blocks.setdefault(layout, {}).update(block_sizes(doc))
                 measured.setdefault((key, layout), []).append(blocking)
                 if persistent:
                     prepared.setdefault((key, layout), []).append(persistent)
@@ -736,7 +747,7 @@ def measure(options, algorithms):
                 runs.append({"launch": launch_number, "node_layout": layout_key, "layout": layout,
                              "seconds": round(seconds, 2), "compilers_running_after": busy_compilers(),
                              "command": " ".join(shlex.quote(c) for c in cmd), "environment": env})
-    return measured, prepared, context, runs, keys
+    return measured, prepared, blocks, context, runs, keys
 
 
 AGREEMENT_SIZES = "1:64"
@@ -794,11 +805,11 @@ def main(argv=None):
         algorithms = options.algorithms.split(",") if options.algorithms else registered_algorithms(options.bin, options.mpi)
         if "auto" in algorithms:
             raise ValueError("--algorithms: auto cannot be measured for its own table")
-        measured, prepared, context, runs, keys = measure(options, algorithms)
+        measured, prepared, blocks, context, runs, keys = measure(options, algorithms)
         agreements = measure_agreements(options, keys) if options.one_algorithm else {}
         entries = table_entries(measured, options.tolerance, options.one_algorithm, agreements,
-                                prepared_bands=not prepared)
-        entries += [{**e, "calls": "persistent"} for e in table_entries(prepared, options.tolerance)]
+                                prepared_bands=not prepared, blocks=blocks)
+        entries += [{**e, "calls": "persistent"} for e in table_entries(prepared, options.tolerance, blocks=blocks)]
         meta = metadata(options, context, runs, algorithms, argv)
         meta["agreement_s"] = {f"{k[0]} ranks, {k[1]} nodes": round(s, 9) for k, s in agreements.items()}
         if options.mpich_json != "none":

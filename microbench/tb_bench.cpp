@@ -22,6 +22,9 @@
 //   pencil      [P0 x, P1 y, P1 z] on a P0 x P1 grid, aligned 2 -> aligned 1 over grid axis 1
 //               (both sides strided)
 // These run every registered algorithm plus local_remap (pack, MPI_Alltoall(v), unpack).
+// Each result's counter block_bytes is the bytes per contiguous block of its send side, the more
+// fragmented side in every layout: the bytes per peer (contiguous), B (vector<B>; the bytes per
+// peer below B) or 16 z (slab, pencil); experiments/tune.py classes the slab's points by it.
 // --interleave: per layout and size, the algorithms one after another, so that two algorithms at
 // one size are timed within milliseconds of each other (a shared machine's speed drifts over tens
 // of seconds); by default each algorithm runs its whole size sweep in turn. --passes N (with
@@ -129,9 +132,11 @@ class Case {
     MPI_Datatype send_type = MPI_BYTE;
     int send_count = static_cast<int>(bytes);
     std::int64_t send_span = bytes;
+    block_bytes_ = bytes;
     if (layout.rfind("vector", 0) == 0) {
       const std::int64_t b = block_bytes(layout);
       const int block = static_cast<int>(std::min<std::int64_t>(bytes, b));
+      block_bytes_ = block;
       TB_MPI_CHECK(MPI_Type_vector(static_cast<int>(bytes / block), block, 2 * block, MPI_BYTE, &type_));
       TB_MPI_CHECK(MPI_Type_commit(&type_));
       send_type = type_;
@@ -170,9 +175,11 @@ class Case {
   }
   const tb::AlltoallwArgs& args() const { return args_; }
   int ranks() const { return P_; }
+  std::int64_t send_block_bytes() const { return block_bytes_; }  // the more fragmented side
 
  private:
   int P_ = 0;
+  std::int64_t block_bytes_ = 0;
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   std::vector<std::byte> own_send_, own_recv_;
   std::unique_ptr<tb::NodeSharedBuffer> shared_send_, shared_recv_;
@@ -194,6 +201,7 @@ struct RedistributionCase {
     int k = 0;
     while ((std::int64_t{1} << (3 * (k + 1))) <= elements) ++k;
     const std::int64_t x = std::int64_t{1} << k, z = x, y = elements / (x * z);
+    block_bytes = 16 * z;
     std::shared_ptr<const tb::ProcessGrid> grid;
     std::vector<std::int64_t> shape;
     int from = 2, to = 0;
@@ -219,6 +227,9 @@ struct RedistributionCase {
   }
   void run() { plan->forward(input.data(), output.data()); }
   int peers = 1;  // ranks of the sub-communicator the exchange runs over
+  // The send side's blocks, rows of z elements (aligned 2); the receive side's are larger (slab:
+  // one block per peer; pencil: y z elements).
+  std::int64_t block_bytes = 0;
   std::unique_ptr<tb::Redistribution> plan;
   std::vector<std::byte> input, output;
   int ranks = 1;
@@ -298,6 +309,7 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
     state.SetLabel(r ? r->plan->method() : prepared ? prepared->last_path() : algorithm->last_path());
     state.counters["ranks"] = r ? r->ranks : c->ranks();
     state.counters["peers"] = r ? r->peers : c->ranks();
+    state.counters["block_bytes"] = static_cast<double>(r ? r->block_bytes : c->send_block_bytes());
   } catch (const std::exception& e) {
     // The other ranks may wait in a collective: end the job with the reason rather than hang.
     int rank = 0;
