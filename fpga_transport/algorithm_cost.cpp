@@ -68,7 +68,7 @@ void self_messages(Phase& p, const CommPattern& pat, bool packed) {
     const auto& t = pat.at(r, r);
     if (t.bytes > 0)
       p.self_messages[r] = {static_cast<double>(t.bytes), packed ? 1.0 : static_cast<double>(t.send_blocks),
-                            packed ? 1.0 : static_cast<double>(t.recv_blocks)};
+                            packed ? 1.0 : static_cast<double>(t.recv_blocks), packed};
   }
 }
 
@@ -273,32 +273,26 @@ double noncontiguous_extra_s(const NoncontiguousExtra& send, const Noncontiguous
          (recv_blocks > 1 ? recv.extra_s(bytes, bytes / recv_blocks) : 0.0);
 }
 
-// One rank's message to itself (see SelfMessage), without the cold extra (below).
+// One rank's message to itself (see SelfMessage); `traffic_bytes`: the rank's memory traffic in
+// the call. Priced by working set where it is not at its measured time, and then without a cold
+// extra, which the working set already stands for.
 double self_message_s(const SelfMessage& m, const Network& network, const MemoryModel& library,
-                      const MemoryModel& memory, double working_set) {
+                      const MemoryModel& memory, double working_set, double traffic_bytes) {
   if (m.bytes <= 0) return 0.0;
   const double blocks = std::max(m.send_blocks, m.recv_blocks);
   const MeasuredCurve* measured = network.self_messages();
   if (!measured) return memory.copy_time_s(m.bytes, blocks, working_set);
-  if (blocks <= 1) return measured->time_s(m.bytes);
+  const ColdMessageExtra* cold = m.just_written ? nullptr : network.cold_self_messages();
+  const double at_measured_time = measured->time_s(m.bytes) + (cold ? cold->extra_s(m.bytes, traffic_bytes) : 0.0);
+  if (blocks <= 1) return at_measured_time;
   if (!memory.local_work) return library.copy_time_s(m.bytes, blocks, working_set);
   if (const HostMessage* own = network.noncontiguous_self_messages())
-    return measured->time_s(m.bytes) +
+    return at_measured_time +
            noncontiguous_extra_s(own->self_send_extra, own->self_recv_extra, m.bytes, m.send_blocks, m.recv_blocks);
   if (const HostMessage* pairs = network.noncontiguous_messages())
-    return measured->time_s(m.bytes) +
+    return at_measured_time +
            noncontiguous_extra_s(pairs->send_extra, pairs->recv_extra, m.bytes, m.send_blocks, m.recv_blocks);
   return library.copy_time_s(m.bytes, blocks, working_set);
-}
-
-// The measured extra of a rank's message to itself whose buffers `traffic_bytes` of the call's
-// memory traffic have pushed out of cache (host with tb-beff's cold self messages), as a message
-// between ranks pays cold_messages(); 0 without that measurement or where the library does not
-// send it (no measured self messages: a plain copy, priced by working set).
-double cold_self_message_s(const SelfMessage& m, const Network& network, double traffic_bytes) {
-  const ColdMessageExtra* cold = network.cold_self_messages();
-  if (m.bytes <= 0 || !cold || !network.self_messages()) return 0.0;
-  return cold->extra_s(m.bytes, traffic_bytes);
 }
 
 // The extra time of rank r's copies out of what other ranks of its node wrote, or over what they
@@ -378,8 +372,8 @@ Cost cost(const std::vector<Phase>& phases, const Network& network, const Memory
                                                  p.local_bytes[r] >= memory.streaming_from_bytes,
                                                  p.local_pieces[r]) +
                                   library_sides_s(p, r, network, library, memory, working_set[r]) +
-                                  self_message_s(self_message_of(p, r), network, library, memory, working_set[r]) +
-                                  cold_self_message_s(self_message_of(p, r), network, traffic[r]) +
+                                  self_message_s(self_message_of(p, r), network, library, memory, working_set[r],
+                                                 traffic[r]) +
                                   node_handoff_s(p, r, network, memory));
     const double comm =
         (p.zero_copy_gets ? network.gets_phase_time_s(p.messages, traffic) : network.phase_time_s(p.messages, traffic)) +

@@ -47,9 +47,12 @@ namespace tb::fpga {
 // non-contiguous side the measured extra of a non-contiguous message where the network has it,
 // else (contiguous time aside) one pass of the library's datatype engine over the more fragmented
 // side. Without the self measurement: one plain copy of its bytes in max(send, receive) blocks on
-// the memory model.
+// the memory model. At its measured time it also pays the measured cold extra of its buffers
+// after the call's memory traffic (network.cold_self_messages()), unless `just_written`: its
+// source was written earlier in the same call (local_remap's packed self part), so it is in cache.
 struct SelfMessage {
   double bytes = 0.0, send_blocks = 1.0, recv_blocks = 1.0;
+  bool just_written = false;
 };
 
 // One side of the MPI library's datatype work in a phase, for one rank: its messages with a

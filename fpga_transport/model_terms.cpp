@@ -74,8 +74,9 @@ const std::vector<ModelTerm>& switchable_terms() {
        "each rank writes T bytes of other memory, per T; the median minus the median of the same exchange settled "
        "(timed after 6 untimed repeats: tb_beff.cpp's kSettleExchanges)"},
       {"cold_self_messages",
-       "host: a rank's message to itself inside the MPI library (native's own block, local_remap's self part) also "
-       "pays the measured extra of its buffers being out of cache after the rank's memory traffic in the call",
+       "host: native's own block, a rank's message to itself inside the MPI library, also pays the measured extra of "
+       "its buffers being out of cache after the rank's memory traffic in the call (not local_remap's self part, "
+       "which its pack has just written)",
        "tb-beff --fit-out, key 'host.cold_self_message_extra_seconds': every rank exchanging with itself at once, "
        "MPI_Sendrecv of L bytes after each rank writes T bytes of other memory, per T; the median minus the median "
        "of the same exchange settled"},

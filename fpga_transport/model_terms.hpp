@@ -32,8 +32,8 @@
 //                     measured time per get, instead of MPI messages
 //   cold_messages     host: a message's extra time when the rank's memory traffic in the call has
 //                     pushed its buffers out of cache, at tb-beff's measured extra by traffic
-//   cold_self_messages host: the same for a rank's message to itself inside the library, at
-//                     tb-beff's measured extra of such a self message
+//   cold_self_messages host: the same for native's own block, a message to itself inside the
+//                     library, at tb-beff's measured extra of such a self message
 //   timing_barrier    cluster: the uneven exits from the testbed's timing barrier (SMPI's linear
 //                     barrier on the cluster's routes), which the first timed call of a loop waits out
 //   copy_list_pieces  local work: node_leader's copies at tb-model's measured cost per piece of its

@@ -459,7 +459,7 @@ std::string Network::describe() const {
         s << "; cold messages measured (tb-beff, " << host_.cold.table.by_block.size()
           << " traffic sizes): 1 MiB after 64 MiB of traffic " << host_.cold.extra_s(1 << 20, 64 << 20) * 1e6
           << " us extra";
-      if (cold_self_messages())
+      if (cold_self_messages() && self_messages())
         s << "; cold self messages measured (tb-beff, " << host_.self_cold.table.by_block.size()
           << " traffic sizes): 1 MiB after 64 MiB of traffic " << host_.self_cold.extra_s(1 << 20, 64 << 20) * 1e6
           << " us extra";

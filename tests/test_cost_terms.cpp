@@ -339,11 +339,15 @@ TEST(CostTerms, SelfMessagesAtTheirMeasuredTime) {
 }
 
 // Cold self messages. A host whose self message of 1000 B takes 2.99 us (2 us at 10 B, 3 us at
-// 1010 B), with the cold extra of such a self message 1 us after 100 B of traffic and 5 us after
-// 10000 B. native with each rank's 1000 B to itself and nothing else: the rank's traffic is its
-// working set, the self message's 1000 B, halfway between the two on log T, so the extra is 3 us
-// and the local work 5.99 us. Without the term 2.99 us; without the measured self messages the
-// self part is a plain copy (1 us + one 10 ns block) and pays no cold extra.
+// 1010 B), messages free (Hockney 0, 0), with the cold extra of such a self message 1 us after
+// 100 B of traffic and 5 us after 10000 B. Three ranks, each with 1000 B to itself; rank 0 also
+// sends 9000 B to rank 1. native: ranks 0 and 1 move 10000 B (their working set, the self message,
+// plus the 9000 B sent or received), so their self messages cost 2.99 + 5 us; rank 2's traffic is
+// its 1000 B, halfway between the two on log T, so 2.99 + 3 us. The local work is the slowest
+// rank's: 7.99 us (5.99 us were the working set taken for the traffic). Without the term 2.99 us;
+// without the measured self messages the self part is a plain copy (1 us + one 10 ns block) and
+// pays no cold extra. local_remap's self part was just packed, and pack_alltoallv copies its own:
+// neither changes with the term.
 TEST(CostTerms, ColdSelfMessagesPayTheExtraAfterTheCallsMemoryTraffic) {
   nlohmann::json spec = {
       {"kind", "host"},
@@ -355,19 +359,24 @@ TEST(CostTerms, ColdSelfMessagesPayTheExtraAfterTheCallsMemoryTraffic) {
          {{{"traffic_bytes", 100}, {"seconds_by_bytes", {{1000, 1e-6}}}},
           {{"traffic_bytes", 10000}, {"seconds_by_bytes", {{1000, 5e-6}}}}}}}}};
   MemoryModel m = plain_memory(1e9, 10e-9);
-  CommPattern self_only(2);
-  self_only.at(0, 0) = {1000, 1, 1};
-  self_only.at(1, 1) = {1000, 1, 1};
-  const auto native = schedule("native", self_only, {});
-  std::vector<Network> nets{Network::from_json(spec, 2)};
-  EXPECT_NEAR(cost(native, nets[0], m).local_s, 5.99e-6, 1e-12);
-  std::vector<Network> plain_self{Network::from_json(spec, 2)};
+  CommPattern p(3);
+  for (int r = 0; r < 3; ++r) p.at(r, r) = {1000, 1, 1};
+  p.at(0, 1) = {9000, 1, 1};
+  std::vector<Network> nets{Network::from_json(spec, 3)};
+  EXPECT_NEAR(cost(schedule("native", p, {}), nets[0], m).local_s, 7.99e-6, 1e-12);
+  std::vector<Network> plain_self{Network::from_json(spec, 3)};
   MemoryModel plain_m = m;
   switch_off("self_messages", plain_self, plain_m);
-  EXPECT_NEAR(cost(native, plain_self[0], plain_m).local_s, 1.01e-6, 1e-12);
-  switch_off("cold_self_messages", nets, m);
-  EXPECT_EQ(nets[0].cold_self_messages(), nullptr);
-  EXPECT_NEAR(cost(native, nets[0], m).local_s, 2.99e-6, 1e-12);
+  EXPECT_NEAR(cost(schedule("native", p, {}), plain_self[0], plain_m).local_s, 1.01e-6, 1e-12);
+  std::vector<Network> without{Network::from_json(spec, 3)};
+  MemoryModel without_m = m;
+  switch_off("cold_self_messages", without, without_m);
+  EXPECT_EQ(without[0].cold_self_messages(), nullptr);
+  EXPECT_NEAR(cost(schedule("native", p, {}), without[0], without_m).local_s, 2.99e-6, 1e-12);
+  for (const char* name : {"local_remap", "pack_alltoallv"})
+    EXPECT_DOUBLE_EQ(cost(schedule(name, p, {}), nets[0], m).local_s,
+                     cost(schedule(name, p, {}), without[0], without_m).local_s)
+        << name;
 }
 
 // The self-message curve is checked like the message curve: its errors name its key.

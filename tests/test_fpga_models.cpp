@@ -111,7 +111,9 @@ TEST(HostMessage, JsonRoundTripKeepsEveryMeasuredCurve) {
                                   {"node_handoff_piece_extra_seconds_by_bytes", {{4096.0, 3e-6}, {65536.0, 2e-5}}},
                                   {"fresh_message_extra_seconds_by_bytes", curve()},
                                   {"get_seconds_by_bytes", curve()},
-                                  {"cold_message_extra_seconds", {{{"traffic_bytes", 1048576.0}, {"seconds_by_bytes", curve()}}}}};
+                                  {"cold_message_extra_seconds", {{{"traffic_bytes", 1048576.0}, {"seconds_by_bytes", curve()}}}},
+                                  {"cold_self_message_extra_seconds",
+                                   {{{"traffic_bytes", 4194304.0}, {"seconds_by_bytes", curve()}}}}};
   const auto host = written.get<HostMessage>();
   EXPECT_EQ(nlohmann::json(host), written);
   EXPECT_DOUBLE_EQ(host.node_handoff_s(65536, 65536), 2e-5);

@@ -772,7 +772,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--pairs-max-bytes", opt.pairs_max_bytes,
                  "largest size of the paired measurements, the non-contiguous exchanges, the node handoffs, the "
-                 "fresh messages, the zero-copy gets and the cold messages (sizes up to 16 MiB in steps of 4x, up to it)")
+                 "fresh messages, the zero-copy gets and the cold messages and self messages (sizes up to 16 MiB in steps "
+                 "of 4x, up to it)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
   app.add_option("--messages-max-bytes", opt.messages_max_bytes,
