@@ -26,7 +26,7 @@ for state in all vector-fast vector-slow; do
     TB_VALIDATION_OUT=$out/$state-without experiments/model_validation.sh mpich > "$out/$state-without.log" 2>&1
   for variant in with without; do
     echo "== $state, $variant the cold self messages"
-    grep -E "^- (median \|error\||\|bias\||every algorithm|ranking at)" "$out/$state-$variant/report.md" || true
+    grep -E "^\| all, |^- (median \|error\||\|bias\||every algorithm|ranking at)" "$out/$state-$variant/report.md" || true
   done
 done
 # The points the term moves (native's own block, local_remap's self part) from 16 KiB per peer:
