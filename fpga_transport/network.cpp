@@ -389,6 +389,56 @@ double Network::phase_time_s(const std::vector<Message>& messages) const {
   return 0.0;
 }
 
+// The host network's line: its message model, then each measured term it prices.
+void Network::describe_host(std::ostream& s) const {
+  if (host_.is_measured()) {
+    const double last = host_.measured.seconds_by_bytes.back().first;
+    s << "host measured messages (tb-beff exchange medians / 2, " << host_.measured.seconds_by_bytes.size()
+      << " sizes): " << host_.message_time_s(1) * 1e6 << " us at 1 B, " << host_.message_time_s(1 << 20) * 1e6
+      << " us at 1 MiB; beyond " << static_cast<long long>(last) << " B the Hockney fit's "
+      << host_.fit.bandwidth_bytes_per_s() / 1e9 << " GB/s";
+  } else {
+    s << "host Hockney, alpha " << host_.fit.alpha_s * 1e6 << " us, " << host_.fit.bandwidth_bytes_per_s() / 1e9
+      << " GB/s";
+  }
+  if (!host_.self_measured.empty())
+    s << "; measured self messages (tb-beff self exchange medians, " << host_.self_measured.seconds_by_bytes.size()
+      << " sizes): " << host_.self_measured.time_s(1) * 1e6 << " us at 1 B, "
+      << host_.self_measured.time_s(1 << 20) * 1e6 << " us at 1 MiB";
+  if (noncontiguous_messages())
+    s << "; non-contiguous messages measured (tb-beff, " << host_.send_extra.by_block.size()
+      << " block sizes): 1 MiB in 64 B blocks " << host_.send_extra.extra_s(1 << 20, 64) * 1e6 << " us extra sent, "
+      << host_.recv_extra.extra_s(1 << 20, 64) * 1e6 << " us received";
+  if (noncontiguous_self_messages())
+    s << "; non-contiguous self messages measured (tb-beff, " << host_.self_send_extra.by_block.size()
+      << " block sizes): 1 MiB in 64 B blocks " << host_.self_send_extra.extra_s(1 << 20, 64) * 1e6
+      << " us extra sent, " << host_.self_recv_extra.extra_s(1 << 20, 64) * 1e6 << " us received";
+  if (node_handoff())
+    s << "; node handoffs measured (tb-beff, " << host_.node_handoff.seconds_by_bytes.size()
+      << " sizes): 256 KiB " << host_.node_handoff_s(256 << 10) * 1e6 << " us extra";
+  if (node_handoff() && !host_.node_handoff_pieces.empty())
+    s << "; node handoffs in 64 B pieces measured (tb-beff, " << host_.node_handoff_pieces.seconds_by_bytes.size()
+      << " sizes): 256 KiB " << host_.node_handoff_s(256 << 10, 256 << 10) * 1e6 << " us extra";
+  if (fresh_messages())
+    s << "; fresh messages measured (tb-beff, " << host_.fresh.seconds_by_bytes.size()
+      << " sizes): 1 MiB " << host_.fresh_message_s(1 << 20) * 1e6 << " us extra";
+  if (zero_copy_gets())
+    s << "; zero-copy gets measured (tb-beff, " << host_.gets.seconds_by_bytes.size()
+      << " sizes): 64 KiB " << host_.gets.time_s(64 << 10) * 1e6 << " us, 1 MiB " << host_.gets.time_s(1 << 20) * 1e6
+      << " us per get";
+  if (cold_messages())
+    s << "; cold messages measured (tb-beff, " << host_.cold.table.by_block.size()
+      << " traffic sizes): 1 MiB after 64 MiB of traffic " << host_.cold.extra_s(1 << 20, 64 << 20) * 1e6
+      << " us extra";
+  if (cold_self_messages() && self_messages())
+    s << "; cold self messages measured (tb-beff, " << host_.self_cold.table.by_block.size()
+      << " traffic sizes): 1 MiB after 64 MiB of traffic " << host_.self_cold.extra_s(1 << 20, 64 << 20) * 1e6
+      << " us extra";
+  if (has_library_)
+    s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
+      << " ns per block";
+}
+
 std::string Network::describe() const {
   std::ostringstream s;
   s << name_ << ": ";
@@ -420,52 +470,7 @@ std::string Network::describe() const {
       s << cluster_.describe() << "; " << ranks_per_node_ << " ranks per node";
       break;
     case NetworkKind::host:
-      if (host_.is_measured()) {
-        const double last = host_.measured.seconds_by_bytes.back().first;
-        s << "host measured messages (tb-beff exchange medians / 2, " << host_.measured.seconds_by_bytes.size()
-          << " sizes): " << host_.message_time_s(1) * 1e6 << " us at 1 B, " << host_.message_time_s(1 << 20) * 1e6
-          << " us at 1 MiB; beyond " << static_cast<long long>(last) << " B the Hockney fit's "
-          << host_.fit.bandwidth_bytes_per_s() / 1e9 << " GB/s";
-      } else {
-        s << "host Hockney, alpha " << host_.fit.alpha_s * 1e6 << " us, " << host_.fit.bandwidth_bytes_per_s() / 1e9
-          << " GB/s";
-      }
-      if (!host_.self_measured.empty())
-        s << "; measured self messages (tb-beff self exchange medians, " << host_.self_measured.seconds_by_bytes.size()
-          << " sizes): " << host_.self_measured.time_s(1) * 1e6 << " us at 1 B, "
-          << host_.self_measured.time_s(1 << 20) * 1e6 << " us at 1 MiB";
-      if (noncontiguous_messages())
-        s << "; non-contiguous messages measured (tb-beff, " << host_.send_extra.by_block.size()
-          << " block sizes): 1 MiB in 64 B blocks " << host_.send_extra.extra_s(1 << 20, 64) * 1e6 << " us extra sent, "
-          << host_.recv_extra.extra_s(1 << 20, 64) * 1e6 << " us received";
-      if (noncontiguous_self_messages())
-        s << "; non-contiguous self messages measured (tb-beff, " << host_.self_send_extra.by_block.size()
-          << " block sizes): 1 MiB in 64 B blocks " << host_.self_send_extra.extra_s(1 << 20, 64) * 1e6
-          << " us extra sent, " << host_.self_recv_extra.extra_s(1 << 20, 64) * 1e6 << " us received";
-      if (node_handoff())
-        s << "; node handoffs measured (tb-beff, " << host_.node_handoff.seconds_by_bytes.size()
-          << " sizes): 256 KiB " << host_.node_handoff_s(256 << 10) * 1e6 << " us extra";
-      if (node_handoff() && !host_.node_handoff_pieces.empty())
-        s << "; node handoffs in 64 B pieces measured (tb-beff, " << host_.node_handoff_pieces.seconds_by_bytes.size()
-          << " sizes): 256 KiB " << host_.node_handoff_s(256 << 10, 256 << 10) * 1e6 << " us extra";
-      if (fresh_messages())
-        s << "; fresh messages measured (tb-beff, " << host_.fresh.seconds_by_bytes.size()
-          << " sizes): 1 MiB " << host_.fresh_message_s(1 << 20) * 1e6 << " us extra";
-      if (zero_copy_gets())
-        s << "; zero-copy gets measured (tb-beff, " << host_.gets.seconds_by_bytes.size()
-          << " sizes): 64 KiB " << host_.gets.time_s(64 << 10) * 1e6 << " us, 1 MiB " << host_.gets.time_s(1 << 20) * 1e6
-          << " us per get";
-      if (cold_messages())
-        s << "; cold messages measured (tb-beff, " << host_.cold.table.by_block.size()
-          << " traffic sizes): 1 MiB after 64 MiB of traffic " << host_.cold.extra_s(1 << 20, 64 << 20) * 1e6
-          << " us extra";
-      if (cold_self_messages() && self_messages())
-        s << "; cold self messages measured (tb-beff, " << host_.self_cold.table.by_block.size()
-          << " traffic sizes): 1 MiB after 64 MiB of traffic " << host_.self_cold.extra_s(1 << 20, 64 << 20) * 1e6
-          << " us extra";
-      if (has_library_)
-        s << "; MPI datatype engine " << library_.copy_bandwidth_bytes_per_s / 1e9 << " GB/s + " << library_.per_block_s * 1e9
-          << " ns per block";
+      describe_host(s);
       break;
   }
   return s.str();

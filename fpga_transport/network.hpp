@@ -37,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,7 @@ class Network {
   const MemoryModel* library() const { return has_library_ ? &library_ : nullptr; }
 
  private:
+  void describe_host(std::ostream& s) const;  // describe()'s text for a host network
   struct Edge {
     int to;
     int channels;

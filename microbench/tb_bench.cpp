@@ -242,6 +242,21 @@ struct StateProbes {
   tb::VectorPathProbe vector;
 };
 
+// The machine's states around a benchmark as its counters: `*_before` as taken before its buffers
+// were made, `*_after` taken now (a ratio below 0: no node has two ranks, so none is recorded).
+void record_states(benchmark::State& state, StateProbes& probes, double handoff_before, double vector_before) {
+  const double handoff_after = tb::handoff_ratio(probes.handoff.measure());
+  const double vector_after = tb::handoff_ratio(probes.vector.measure());
+  if (handoff_before >= 0) {
+    state.counters["handoff_before"] = handoff_before;
+    state.counters["handoff_after"] = handoff_after;
+  }
+  if (vector_before >= 0) {
+    state.counters["vector_before"] = vector_before;
+    state.counters["vector_after"] = vector_after;
+  }
+}
+
 void run_benchmark(benchmark::State& state, const std::string& algorithm_name, const std::string& layout,
                    std::int64_t bytes, bool persistent, const Options& opt, StateProbes* probes) {
   try {
@@ -293,16 +308,7 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
       TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
       state.SetIterationTime(slowest);
     }
-    const double handoff_after = probes ? tb::handoff_ratio(probes->handoff.measure()) : -1;
-    const double vector_after = probes ? tb::handoff_ratio(probes->vector.measure()) : -1;
-    if (handoff_before >= 0) {
-      state.counters["handoff_before"] = handoff_before;
-      state.counters["handoff_after"] = handoff_after;
-    }
-    if (vector_before >= 0) {
-      state.counters["vector_before"] = vector_before;
-      state.counters["vector_after"] = vector_after;
-    }
+    if (probes) record_states(state, *probes, handoff_before, vector_before);
     if (r)  // the redistribution's agreements on its arrays inside the timed calls (0 once prepared forms rebind)
       state.counters["agreements_per_call"] = static_cast<double>(tb::redistribution_agreements() - agreements) /
                                               static_cast<double>(std::max<std::int64_t>(1, calls));
