@@ -7,6 +7,7 @@
 //   tb-model --shape 256,256,256 --grid 4 --from-axis 2 --to-axis 0 --type c64
 //   tb-model --pattern calls.jsonl --call 0
 //   tb-model --beff --without node_contention    (a term switched off for comparison; --list-terms)
+//   tb-model --network host.json --breakdown     (what each term adds to every algorithm's total)
 #include "collectives/pack.hpp"
 #include "collectives/settings.hpp"
 #include "fpga_transport/algorithm_cost.hpp"
@@ -133,7 +134,7 @@ struct Options {
   std::string type = "c64", pattern_file, memory_file, csv, save_memory;
   std::vector<std::string> networks, algorithms;
   std::string overheads_file;
-  bool beff = false;
+  bool beff = false, breakdown = false;
   double pack_below = 4096;
   std::string buffers = "private";
   std::vector<std::string> without;
@@ -190,6 +191,9 @@ void add_options(CLI::App& app, Options& o) {
   tb::add_list_option(app, "--without", o.without,
                       "model terms to switch off, for a comparison (--list-terms lists them and says what each adds)",
                       "term");
+  app.add_flag("--breakdown", o.breakdown,
+               "also print, per network and algorithm, what each switchable term adds to the total (the total "
+               "minus the total --without that term)");
   app.add_flag("--list-terms", o.list_terms, "print the switchable model terms with their sources and exit");
   app.add_flag("--list-algorithms", o.list_algorithms, "print every algorithm with its schedule (or why it has none) and exit");
   app.add_flag("--list-settings", o.list_settings, tb::kListSettingsHelp);
@@ -335,24 +339,37 @@ void print_header(const Options& o, const tb::fpga::CommPattern& pattern, const 
   std::printf("\n");
 }
 
-// The table: algorithm x network -> predicted time (communication + local work), with the
-// fixed per-call overheads calibrated at 1 B per peer on the host networks and the timing barrier
-// (timing_s, per network); CSV rows to `out`.
-void print_costs(const Options& o, const tb::fpga::CommPattern& pattern, const tb::fpga::MemoryModel& memory,
-                 const std::vector<tb::fpga::Network>& nets, const std::vector<double>& timing_s,
-                 const std::vector<tb::fpga::ModelledAlgorithm>& chosen,
-                 const std::map<std::string, double>& measured_1b, std::ofstream& out) {
-  const int ranks = pattern.ranks();
+// What one algorithm's prediction is made from, beside the network and the memory model.
+struct Prediction {
+  const Options& options;
+  const tb::fpga::CommPattern& pattern;
+  const std::map<std::string, double>& measured_1b;  // --overheads: tb-bench at 1 B per peer
+};
+
+// Algorithm `a` on network `net` as the table prints it: the schedule's cost with the fixed
+// per-call overhead calibrated at 1 B per peer (host networks) and the network's timing barrier
+// per call, `timing_s` (timing_barrier_s: it depends on the network and the pattern only).
+tb::fpga::Cost predict(const Prediction& p, const std::string& a, const tb::fpga::Network& net,
+                       const tb::fpga::MemoryModel& memory, double timing_s) {
   tb::fpga::ScheduleOptions so;
-  so.pack_below_bytes = o.pack_below;
-  so.node_shared_buffers = o.buffers == "shared";
-  auto overhead = [&](const std::string& a, const tb::fpga::Network& net, const tb::fpga::ScheduleOptions& options) {
-    const auto it = measured_1b.find(a);
-    return it == measured_1b.end() ? 0.0 : tb::fpga::fixed_overhead_s(a, it->second, ranks, net, memory, options);
-  };
-  if (!measured_1b.empty()) {
+  so.pack_below_bytes = p.options.pack_below;
+  so.node_shared_buffers = p.options.buffers == "shared";
+  so.ranks_per_node = p.options.ranks_per_node > 0 ? p.options.ranks_per_node : net.ranks_per_node();
+  auto c = tb::fpga::cost(tb::fpga::schedule(a, p.pattern, so), net, memory);
+  if (const auto it = p.measured_1b.find(a); it != p.measured_1b.end())
+    c.overhead_s = tb::fpga::fixed_overhead_s(a, it->second, p.pattern.ranks(), net, memory, so);
+  c.timing_s = timing_s;
+  return c;
+}
+
+// The table: algorithm x network -> predicted time (communication + local work), with the
+// fixed per-call overheads and the timing barrier (predict); CSV rows to `out`.
+void print_costs(const Prediction& p, const tb::fpga::MemoryModel& memory, const std::vector<tb::fpga::Network>& nets,
+                 const std::vector<double>& timing_s, const std::vector<tb::fpga::ModelledAlgorithm>& chosen,
+                 std::ofstream& out) {
+  if (!p.measured_1b.empty()) {
     std::printf("  fixed overhead per call (host networks; tb-bench at 1 B per peer minus the model):");
-    for (const auto& [a, t] : measured_1b) std::printf(" %s %.2f us", a.c_str(), t * 1e6);
+    for (const auto& [a, t] : p.measured_1b) std::printf(" %s %.2f us", a.c_str(), t * 1e6);
     std::printf(" measured\n");
   }
   std::vector<std::pair<double, std::string>> best(nets.size(), {1e300, ""});
@@ -364,15 +381,12 @@ void print_costs(const Options& o, const tb::fpga::CommPattern& pattern, const t
       continue;
     }
     for (std::size_t i = 0; i < nets.size(); ++i) {
-      so.ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : nets[i].ranks_per_node();
-      auto c = tb::fpga::cost(tb::fpga::schedule(a, pattern, so), nets[i], memory);
-      c.overhead_s = overhead(a, nets[i], so);
-      c.timing_s = timing_s[i];
+      const auto c = predict(p, a, nets[i], memory, timing_s[i]);
       const std::string cell = ms(c.total_s()) + " (" + ms(c.communication_s) + "+" + ms(c.local_s) + ")";
       std::printf(" %26s", cell.c_str());
       if (c.total_s() < best[i].first) best[i] = {c.total_s(), a};
       if (out)
-        out << "\"" << pattern.description << "\"," << ranks << "," << a << "," << nets[i].name() << ","
+        out << "\"" << p.pattern.description << "\"," << p.pattern.ranks() << "," << a << "," << nets[i].name() << ","
             << c.communication_s << "," << c.local_s << "," << c.overhead_s << "," << c.timing_s << "," << c.total_s()
             << "," << c.phases << "," << c.messages << "\n";
     }
@@ -381,6 +395,51 @@ void print_costs(const Options& o, const tb::fpga::CommPattern& pattern, const t
   std::printf("  %-16s", "fastest");
   for (const auto& b : best) std::printf(" %26s", b.second.c_str());
   std::printf("\n");
+}
+
+// Per modelled algorithm (chosen's order), the total on `net` minus the total with each
+// switchable term still on switched off alone: {term, seconds added} where that is not 0.
+std::vector<std::vector<std::pair<std::string, double>>> terms_added(
+    const Prediction& p, const tb::fpga::MemoryModel& memory, const tb::fpga::Network& net, double timing_s,
+    const std::vector<tb::fpga::ModelledAlgorithm>& chosen) {
+  std::vector<std::vector<std::pair<std::string, double>>> added(chosen.size());
+  std::vector<double> total(chosen.size());
+  for (std::size_t k = 0; k < chosen.size(); ++k)
+    if (!chosen[k].schedule.empty()) total[k] = predict(p, chosen[k].name, net, memory, timing_s).total_s();
+  const auto& without = p.options.without;
+  for (const auto& term : tb::fpga::switchable_terms()) {
+    if (std::find(without.begin(), without.end(), term.name) != without.end()) continue;  // already off
+    std::vector<tb::fpga::Network> less_net{net};
+    tb::fpga::MemoryModel less_memory = memory;
+    tb::fpga::switch_off(term.name, less_net, less_memory);
+    const double less_timing_s = tb::fpga::timing_barrier_s(p.pattern, less_net.front(), p.options.inner);
+    for (std::size_t k = 0; k < chosen.size(); ++k) {
+      if (chosen[k].schedule.empty()) continue;
+      const double added_s = total[k] - predict(p, chosen[k].name, less_net.front(), less_memory, less_timing_s).total_s();
+      if (added_s != 0.0) added[k].emplace_back(term.name, added_s);
+    }
+  }
+  return added;
+}
+
+// --breakdown: per network and algorithm, the total and what each term adds to it (terms_added),
+// as tb-model --without TERM would print the total, its fixed overhead recalibrated too. A term
+// that replaces one cost by another can add less than nothing.
+void print_breakdown(const Prediction& p, const tb::fpga::MemoryModel& memory,
+                     const std::vector<tb::fpga::Network>& nets, const std::vector<double>& timing_s,
+                     const std::vector<tb::fpga::ModelledAlgorithm>& chosen) {
+  std::printf("\n  what each term adds to the total, us (the total minus the total --without that term alone):\n");
+  for (std::size_t i = 0; i < nets.size(); ++i) {
+    std::printf("    %s\n", nets[i].name().c_str());
+    const auto added = terms_added(p, memory, nets[i], timing_s[i], chosen);
+    for (std::size_t k = 0; k < chosen.size(); ++k) {
+      if (chosen[k].schedule.empty()) continue;
+      std::printf("      %-16s total %.2f", chosen[k].name.c_str(),
+                  predict(p, chosen[k].name, nets[i], memory, timing_s[i]).total_s() * 1e6);
+      for (const auto& [term, s] : added[k]) std::printf("  %s %+.2f", term.c_str(), s * 1e6);
+      std::printf("\n");
+    }
+  }
 }
 
 // Each network's model b_eff; where a network has the node contention term, also without it.
@@ -455,7 +514,9 @@ int run(Options& o) {
     out.open(o.csv);
     out << "pattern,ranks,algorithm,network,communication_s,local_s,overhead_s,timing_s,total_s,phases,messages\n";
   }
-  print_costs(o, pattern, memory, nets, timing_s, chosen, measured_1b, out);
+  const Prediction prediction{o, pattern, measured_1b};
+  print_costs(prediction, memory, nets, timing_s, chosen, out);
+  if (o.breakdown) print_breakdown(prediction, memory, nets, timing_s, chosen);
   if (o.beff) print_beff(nets, ranks);
   if (!o.csv.empty() && !(out.flush()))
     throw std::runtime_error("--csv " + o.csv + ": cannot be written");
