@@ -555,6 +555,8 @@ def report(args):
                  f"start); each point the median of at least {args.min_repetitions} of them. The last sections "
                  "count them and name what was left out.", ""] + lines
         lines += [""] + left_out_lines(left_out, args.state, args.min_repetitions) if left_out else []
+    if args.without:
+        lines = [f"The model judged here has these terms switched off: {args.without} (tb-model --without).", ""] + lines
     if args.calibrations:
         kept, which = state_calibrations(args.calibrations, args.state, args.min_calibrations)
         lines += ["", f"The host network is {which}."] + [""] + spread_lines(kept)
@@ -1076,6 +1078,7 @@ def parser():
     r.add_argument("--markdown", help="also write the report here")
     r.add_argument("--csv", help="one row per algorithm and point")
     r.add_argument("--min-repetitions", type=int, default=5)
+    r.add_argument("--without", default="", help="the model terms the predictions were made without (stated only)")
     r.add_argument("--expect-algorithms", help="comma-separated: each point must compare every one")
     r.add_argument("--calibrations", nargs="+", metavar="HOST",
                    help="the run's tb-beff calibrations (host-K.json): their spread closes the report")

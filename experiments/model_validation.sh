@@ -65,6 +65,9 @@
 #                                                library's path for non-contiguous messages (recorded
 #                                                beside the other). A measuring run with a state writes
 #                                                only that state's report: re-cost it for the others.
+#   TB_VALIDATION_WITHOUT []                    model terms to switch off (comma-separated, as tb-model
+#                                                --without takes them; tb-model --list-terms): the model
+#                                                judged without them, in a measuring run or a re-costing
 #   TB_VALIDATION_MIN_REPETITIONS [5; 3 with a state]  repetitions each point's median needs
 #   TB_VALIDATION_MIN_CALIBRATIONS [3]          with a state: fewer calibrations made in it than this, and
 #                                                its network is the median of all of them (run.txt and the
@@ -131,6 +134,11 @@ if [ -z "$recost" ] && [ "$min_reps" -gt "$reps" ]; then
     "TB_VALIDATION_REPETITIONS makes" >&2
   exit 2
 fi
+without=${TB_VALIDATION_WITHOUT:-}
+[[ -z $without || $without =~ ^[a-z_]+(,[a-z_]+)*$ ]] || {
+  echo "model_validation: TB_VALIDATION_WITHOUT=$without: term names separated by commas (tb-model --list-terms)" >&2
+  exit 2
+}
 max_s=${TB_VALIDATION_MAX_SECONDS:-5}
 min_time=${TB_VALIDATION_MIN_TIME:-0.05}
 read -r -a beff_args <<< "${TB_VALIDATION_BEFF_ARGS:-}"
@@ -183,12 +191,13 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
   if [ -n "$recost" ]; then
     network_setting=
     [ -z "${TB_VALIDATION_NETWORK:-}" ] || network_setting="TB_VALIDATION_NETWORK=$TB_VALIDATION_NETWORK "
-    echo "command: TB_VALIDATION_RECOST=$recost ${network_setting}TB_VALIDATION_STATE=$state" \
+    echo "command: TB_VALIDATION_RECOST=$recost ${network_setting}TB_VALIDATION_STATE=$state TB_VALIDATION_WITHOUT=$without" \
       "TB_VALIDATION_MIN_REPETITIONS=$min_reps TB_VALIDATION_MIN_CALIBRATIONS=$min_calibrations $0 $mpi ${sizes[*]}"
   else
     echo "command: TB_VALIDATION_REPETITIONS=$reps TB_VALIDATION_SWEEP=$sweep TB_VALIDATION_LAYOUTS=$layouts" \
       "TB_VALIDATION_MAX_SECONDS=$max_s TB_VALIDATION_MIN_TIME=$min_time TB_VALIDATION_CALIBRATIONS=$calibrations" \
-      "TB_VALIDATION_STATE=$state TB_VALIDATION_MIN_REPETITIONS=$min_reps TB_VALIDATION_MIN_CALIBRATIONS=$min_calibrations $0 $mpi ${sizes[*]}"
+      "TB_VALIDATION_STATE=$state TB_VALIDATION_WITHOUT=$without TB_VALIDATION_MIN_REPETITIONS=$min_reps" \
+      "TB_VALIDATION_MIN_CALIBRATIONS=$min_calibrations $0 $mpi ${sizes[*]}"
   fi
   echo "git commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "start: $(date -u '+%F %T') UTC, load average $(loadavg)"
@@ -200,6 +209,18 @@ cat "$out/run.txt"
 listing=$(launch tb-model --list-algorithms)  # its own failure stops the script here
 mapfile -t costed < <(awk '$2 == "schedule" { print $1 }' <<< "$listing")
 [ ${#costed[@]} -gt 0 ] || { echo "model_validation: tb-model --list-algorithms names no costed algorithm" >&2; exit 1; }
+without_args=()
+if [ -n "$without" ]; then
+  terms=$(launch tb-model --list-terms | sed -n 's/^\([a-z_]*\) .*/\1/p')
+  for term in ${without//,/ }; do
+    grep -qx "$term" <<< "$terms" || {
+      echo "model_validation: TB_VALIDATION_WITHOUT: '$term' is not a switchable model term (known: $(echo $terms | tr ' ' ,))" >&2
+      exit 2
+    }
+  done
+  without_args=(--without "$without")
+  echo "terms switched off in every prediction: $without" | tee -a "$out/run.txt"
+fi
 alltoallw=()
 for a in "${costed[@]}"; do [ "$a" = local_remap ] || alltoallw+=("$a"); done
 if [ "$sweep" != none ] && [ ${#alltoallw[@]} -eq 0 ]; then
@@ -318,7 +339,7 @@ model() {
   local csv=$1
   shift
   quiet "$out/logs/$(basename "$csv" .csv).log" launch --out "$csv" tb-model --network "$network" \
-    --memory "$src/memory-floors.json" --overheads "$out/overheads-$state.json" "$@"
+    --memory "$src/memory-floors.json" --overheads "$out/overheads-$state.json" "${without_args[@]}" "$@"
 }
 redistribute=()
 for n in "${sizes[@]}"; do
@@ -350,7 +371,7 @@ echo "== predicted against measured (tb-model on $network; measured: the median 
 spread=()
 [ ${#hosts[@]} -eq 0 ] || spread=(--calibrations "${hosts[@]}")
 validation report "${redistribute[@]}" "${bench[@]}" --min-repetitions "$min_reps" --state "$state" \
-  --expect-algorithms "$(join "${costed[@]}")" \
+  --expect-algorithms "$(join "${costed[@]}")" --without "$without" \
   "${spread[@]}" --min-calibrations "$min_calibrations" --markdown "$out/report.md" --csv "$out/validation.csv"
 echo "end: $(date -u '+%F %T') UTC, load average $(loadavg)" >> "$out/run.txt"
 echo "report: $out/report.md, $out/validation.csv"
