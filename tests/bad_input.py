@@ -75,6 +75,10 @@ FILES = {
     "net-host-cold-block-key.json": {"name": "n", "kind": "host", "host": {
         "alpha_s": 1e-6, "beta_s_per_byte": 1e-10,
         "cold_message_extra_seconds": [{"block_bytes": 64, "seconds_by_bytes": [[4096, 1e-6]]}]}},
+    "net-host-cold-self-traffic-unsorted.json": {"name": "n", "kind": "host", "host": {
+        "alpha_s": 1e-6, "beta_s_per_byte": 1e-10, "cold_self_message_extra_seconds": [
+            {"traffic_bytes": 4194304, "seconds_by_bytes": [[4096, 1e-6]]},
+            {"traffic_bytes": 1048576, "seconds_by_bytes": [[4096, 1e-6]]}]}},
     "net-array.json": [1, 2, 3],
     "net-cluster-torus.json": {"name": "n", "kind": "cluster", "cluster": {
         "topology": "TORUS", "nodes": 4, "cores_per_node": 2, "bandwidth_bytes_per_s": 1e9, "latency_s": 1e-6,
@@ -287,6 +291,10 @@ CASES = [
       r"network file .*: in 'host': key 'get_seconds_by_bytes': measured curve: bytes must increase strictly"),
     C("tb-model.network-host-cold-block-key", "tb-model", ["--network", "{tmp}/net-host-cold-block-key.json"],
       r"network file .*: in 'host': key 'cold_message_extra_seconds': .*unknown key '\[0\]\.block_bytes'"),
+    C("tb-model.network-host-cold-self-traffic-unsorted", "tb-model",
+      ["--network", "{tmp}/net-host-cold-self-traffic-unsorted.json"],
+      r"network file .*: in 'host': key 'cold_self_message_extra_seconds': cold message extra: the entries' sizes "
+      r"must be positive and increase strictly \(entry 1\)"),
     C("tb-model.network-cluster-topology", "tb-model", ["--network", "{tmp}/net-cluster-torus.json"],
       r"network file .*: in 'cluster': cluster: topology must be FLAT or DRAGONFLY, got 'TORUS'"),
     C("tb-model.network-cluster-section-missing", "tb-model", ["--network", "{tmp}/net-cluster-no-section.json"],
