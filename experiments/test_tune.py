@@ -56,6 +56,11 @@ class Classes(unittest.TestCase):
         self.assertEqual(tune.block_sizes(doc), {1024: 64, 65536: 256})
         with self.assertRaisesRegex(ValueError, "redistribute/slab/native/16/manual_time.*no counter block_bytes"):
             tune.block_sizes({"benchmarks": [{"name": "redistribute/slab/native/16/manual_time"}]})
+        doc["benchmarks"][1]["block_bytes"] = 128.0
+        with self.assertRaisesRegex(ValueError, "at 1024 B per peer disagree on block_bytes: "
+                                    "'redistribute/slab/native/1024/manual_time' has 64, "
+                                    "'redistribute/slab/pairwise/1024/manual_time' 128"):
+            tune.block_sizes(doc)
 
     def test_a_slab_point_joins_the_band_of_its_blocks(self):
         # tb-bench's slab blocks (16 z bytes, z^3 <= size / 16): 16 B at 16 and 32 B per peer, 64 B at

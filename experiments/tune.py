@@ -208,15 +208,20 @@ def timed_rows(doc):
 
 def block_sizes(doc):
     """{bytes per peer: bytes per contiguous block of the send side} of tb-bench's benchmarks (its
-    counter block_bytes; the same for every algorithm at one size)."""
-    sizes = {}
+    counter block_bytes). Every algorithm at one size runs the same layout, so benchmarks that
+    disagree there are an error that names both."""
+    sizes, seen = {}, {}
     for b in doc["benchmarks"]:
         if b.get("run_type") == "aggregate" or b.get("error_occurred"):
             continue
         if "block_bytes" not in b:
             raise ValueError(f"tb-bench's benchmark {b.get('name')!r} has no counter block_bytes (a tb-bench "
                              "older than this tuner?)")
-        sizes[int(b.get("run_name", b["name"]).split("/")[3])] = int(b["block_bytes"])
+        size, block = int(b.get("run_name", b["name"]).split("/")[3]), int(b["block_bytes"])
+        if sizes.setdefault(size, block) != block:
+            raise ValueError(f"tb-bench's benchmarks at {size} B per peer disagree on block_bytes: {seen[size]!r} has "
+                             f"{sizes[size]}, {b.get('name')!r} {block}")
+        seen.setdefault(size, b.get("name"))
     return sizes
 
 
