@@ -182,11 +182,12 @@ def comment_text(text):
     return str(text).replace("--", "- -")
 
 
-def platform(calibration, path, cores, command, datatype_engine=False, noncontiguous_extras=False):
+def platform(calibration, path, cores, command, datatype_engine=False, extras=None):
+    """The platform XML; `extras`: extras_table's table to carry (--noncontiguous-extras), or None."""
     latency, bandwidth, lat_factor, bw_factor = fit(message_curve(calibration, path))
     engine = engine_property(engine_table(calibration, path)) if datatype_engine else ""
-    if noncontiguous_extras:
-        engine = extras_property(extras_table(calibration, path))
+    if extras is not None:
+        engine = extras_property(extras)
     engine += vector_path_property(calibration)
     measured = calibration.get("calibration", {})
     library = comment_text(measured.get("mpi_library", "the MPI library tb-beff ran on"))
@@ -243,15 +244,16 @@ def main(argv):
     try:
         with open(args.calibration) as f:
             calibration = json.load(f)
+        extras = extras_table(calibration, args.calibration) if args.noncontiguous_extras else None
         text = platform(calibration, args.calibration, args.cores, args.measured_by,
-                        datatype_engine=args.datatype_engine, noncontiguous_extras=args.noncontiguous_extras)
+                        datatype_engine=args.datatype_engine, extras=extras)
     except (OSError, json.JSONDecodeError, CalibrationError) as e:
         print(f"host_platform.py: {e}", file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
         f.write(text)
-    if args.noncontiguous_extras:
-        mine = "with" if "self_send" in extras_table(calibration, args.calibration) else "without"
+    if extras is not None:
+        mine = "with" if "self_send" in extras else "without"
         print(f"host_platform.py: wrote {args.out}, with the measured non-contiguous extras, {mine} those of a "
               f"message to itself")
     elif args.datatype_engine:

@@ -30,6 +30,11 @@ def written(directory, name, document):
     return path
 
 
+def with_extras(calibration, path):
+    """The platform as host_platform.py --noncontiguous-extras writes it."""
+    return host_platform.platform(calibration, path, 2, "cmd", extras=host_platform.extras_table(calibration, path))
+
+
 class HostPlatform(unittest.TestCase):
     def test_every_measured_size_takes_its_measured_time(self):
         latency, bandwidth, lat_factor, bw_factor = host_platform.fit(host_platform.message_curve(calibration(), "c"))
@@ -104,7 +109,7 @@ class HostPlatform(unittest.TestCase):
                 {"block_bytes": 1024, "seconds_by_bytes": [[4096, 0], [65536, 1e-6]]}]
         recv = [{"block_bytes": 64, "seconds_by_bytes": [[4096, 1e-6]]}]
         extras["host"].update(noncontiguous_send_extra_seconds=send, noncontiguous_recv_extra_seconds=recv)
-        text = host_platform.platform(extras, "c", 2, "cmd", noncontiguous_extras=True)
+        text = with_extras(extras, "c")
         value = text.split('<prop id="tb_noncontiguous_extra_seconds" value=\'')[1].split("'/>")[0]
         self.assertEqual(json.loads(value), {
             "send": [{"block_bytes": 64.0, "seconds_by_bytes": [[4096.0, 2e-6], [65536.0, 4.4e-5]]},
@@ -126,16 +131,16 @@ class HostPlatform(unittest.TestCase):
         extras["host"].update(noncontiguous_send_extra_seconds=rows, noncontiguous_recv_extra_seconds=rows,
                               self_noncontiguous_send_extra_seconds=self_rows,
                               self_noncontiguous_recv_extra_seconds=self_rows)
-        text = host_platform.platform(extras, "c", 2, "cmd", noncontiguous_extras=True)
+        text = with_extras(extras, "c")
         value = json.loads(text.split('<prop id="tb_noncontiguous_extra_seconds" value=\'')[1].split("'/>")[0])
         self.assertEqual(sorted(value), ["recv", "self_recv", "self_send", "send"])
         self.assertEqual(value["self_send"], [{"block_bytes": 64.0, "seconds_by_bytes": [[4096.0, 3e-7], [65536.0, 9e-6]]}])
         del extras["host"]["self_noncontiguous_recv_extra_seconds"]
         with self.assertRaisesRegex(host_platform.CalibrationError, "self_noncontiguous_send_extra_seconds without its other side"):
-            host_platform.platform(extras, "c.json", 2, "cmd", noncontiguous_extras=True)
+            with_extras(extras, "c.json")
         extras["host"]["self_noncontiguous_recv_extra_seconds"] = [{"block_bytes": 64}]
         with self.assertRaisesRegex(host_platform.CalibrationError, "self_noncontiguous_recv_extra_seconds must be"):
-            host_platform.platform(extras, "c.json", 2, "cmd", noncontiguous_extras=True)
+            with_extras(extras, "c.json")
 
     def test_the_calibrations_vector_path_state_is_a_zone_property_where_recorded(self):
         recorded = calibration()
@@ -158,7 +163,7 @@ class HostPlatform(unittest.TestCase):
             if send is not None:
                 bad["host"]["noncontiguous_send_extra_seconds"] = send
             with self.assertRaisesRegex(host_platform.CalibrationError, message):
-                host_platform.platform(bad, "c.json", 2, "cmd", noncontiguous_extras=True)
+                with_extras(bad, "c.json")
 
     def test_a_path_with_two_dashes_keeps_the_comment_valid(self):
         with tempfile.TemporaryDirectory() as d:
