@@ -16,6 +16,7 @@
 //   TB_CONFORMANCE_SEND_BUFFER=shared  send and receive buffers live in a NodeSharedBuffer,
 //                             which lets node_leader copy directly between peers (its push and
 //                             pull single-copy paths, both asserted to run)
+#include "collectives/algorithms/pairwise.hpp"
 #include "collectives/mpi_error.hpp"
 #include "collectives/node_layout.hpp"
 #include "collectives/node_shared_buffer.hpp"
@@ -382,6 +383,46 @@ TEST(Conformance, PreparedFormsArePersistent) {
         ADD_FAILURE() << name << ": rebind accepted by a form that holds its buffers' addresses";
       } catch (const std::logic_error& e) {
         EXPECT_NE(std::string(e.what()).find("prepare anew"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+// A prepared call moved among several pairs of arrays in turn (as an FFT of several fields, each
+// into an array of its own, moves its last redistribution): every start delivers its own pair's
+// data. pairwise keeps the request sets of its last four pairs: cycling three pairs makes each set
+// once; cycling six makes one per move, each set gone before its pair's turn comes again.
+TEST(Conformance, PreparedFormsCycleThroughArrays) {
+  const int P = test::world_size(), me = test::world_rank();
+  constexpr int kBlock = 16, kPairs = 6, kRounds = 3;
+  std::vector<int> counts(static_cast<std::size_t>(P), kBlock), displs(static_cast<std::size_t>(P));
+  for (int p = 0; p < P; ++p) displs[p] = p * kBlock;
+  std::vector<MPI_Datatype> types(static_cast<std::size_t>(P), MPI_BYTE);
+  auto value = [](int pair, int from, int to, int i) { return std::byte(static_cast<unsigned char>(pair * 61 + from * 13 + to * 7 + i)); };
+  const auto bytes = static_cast<std::size_t>(P * kBlock);
+  std::vector<std::vector<std::byte>> send(kPairs, std::vector<std::byte>(bytes)), recv = send;
+  for (int k = 0; k < kPairs; ++k)
+    for (int p = 0; p < P; ++p)
+      for (int i = 0; i < kBlock; ++i) send[k][static_cast<std::size_t>(p * kBlock + i)] = value(k, me, p, i);
+  for (const char* name : {"pairwise", "pack_alltoallv", "node_leader"}) {
+    for (const int cycle : {3, kPairs}) {
+      auto algorithm = make_alltoallw(name);
+      const auto call = algorithm->prepare({send[0].data(), counts.data(), displs.data(), types.data(), recv[0].data(),
+                                            counts.data(), displs.data(), types.data(), MPI_COMM_WORLD});
+      const std::int64_t sets = pairwise_request_sets();
+      for (int round = 0; round < kRounds; ++round)
+        for (int k = 0; k < cycle; ++k) {
+          std::fill(recv[k].begin(), recv[k].end(), std::byte{0});
+          call->rebind(send[k].data(), recv[k].data());
+          call->start();
+          int wrong = 0;
+          for (int p = 0; p < P; ++p)
+            for (int i = 0; i < kBlock; ++i) wrong += recv[k][static_cast<std::size_t>(p * kBlock + i)] != value(k, p, me, i);
+          EXPECT_EQ(wrong, 0) << name << ", cycle of " << cycle << ": pair " << k << " in round " << round;
+        }
+      if (std::string(name) == "pairwise") {  // pair 0's set is the prepared call's
+        EXPECT_EQ(pairwise_request_sets() - sets, cycle == 3 ? 2 : (kPairs - 1) + (kRounds - 1) * kPairs)
+            << "request sets made cycling " << cycle << " pairs of arrays";
       }
     }
   }

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <stdexcept>
+#include <memory>
+#include <utility>
+#include <vector>
 
 namespace tb {
 namespace {
@@ -78,22 +80,41 @@ void exchange_in_place(const AlltoallwArgs& a, int size, int rank, MPI_Comm comm
   }
 }
 
+std::int64_t g_request_sets = 0;  // pairwise_request_sets()
+
+// One set of the prepared form's persistent requests, on one pair of arrays: every step's, back
+// to back. Freed with the set.
+struct RequestSet {
+  RequestSet(const void* send, void* recv) : sendbuf(send), recvbuf(recv) {}
+  RequestSet(const RequestSet&) = delete;
+  RequestSet& operator=(const RequestSet&) = delete;
+  ~RequestSet() {
+    for (MPI_Request& r : requests)
+      if (r != MPI_REQUEST_NULL) PMPI_Request_free(&r);
+  }
+  const void* sendbuf;
+  void* recvbuf;
+  std::vector<MPI_Request> requests;
+};
+
 // pairwise's prepared form: the schedule made once, each step's send and receive as a persistent
 // request on the communicator's duplicate with a tag of its own, and the self block's layouts.
 // prepare() has matched every sender's size with its receiver's, so a start only moves data.
+// The requests hold their arrays' addresses: the request sets of the last kKeptSets pairs of
+// arrays are kept, so that a plan moved among a few arrays (an FFT of several fields into
+// arrays of their own, say) makes each set once.
 class PreparedPairwise final : public PreparedExchange {
  public:
   PreparedPairwise(const AlltoallwArgs& a, const AlltoallwComm& c);
-  ~PreparedPairwise() override;
   void start() override;
   std::string path() const override { return in_place_ ? "pairwise (persistent, in place)" : "pairwise (persistent)"; }
   bool rebinds() const override { return true; }
   void rebind(const void* sendbuf, void* recvbuf) override;
 
  private:
-  void add_steps();
+  static constexpr std::size_t kKeptSets = 4;
   void add_step(int dst, int src);
-  void free_requests() noexcept;
+  std::unique_ptr<RequestSet> make_requests(const void* sendbuf, void* recvbuf) const;
   void copy_self() const;
 
   AlltoallwArgs args_;
@@ -101,11 +122,10 @@ class PreparedPairwise final : public PreparedExchange {
   MPI_Comm traffic_ = MPI_COMM_NULL;
   int tag_ = tags::pairwise;
   bool in_place_ = false;
-  bool broken_ = false;                // a rebind failed midway
-  std::vector<MPI_Request> requests_;  // the steps' requests, back to back
-  std::vector<int> step_begin_;        // step s: requests_[step_begin_[s], step_begin_[s + 1])
+  std::vector<int> step_begin_;                  // step s: requests [step_begin_[s], step_begin_[s + 1])
   std::vector<std::pair<int, int>> step_peers_;  // step s: (dst, src)
-  std::vector<int> in_place_peers_;    // in place: the peer of each step with data
+  std::vector<std::unique_ptr<RequestSet>> sets_;  // the last used first; the first is args_'s
+  std::vector<int> in_place_peers_;              // in place: the peer of each step with data
   std::shared_ptr<const TypeLayout> self_send_, self_recv_;
 };
 
@@ -125,57 +145,59 @@ PreparedPairwise::PreparedPairwise(const AlltoallwArgs& a, const AlltoallwComm& 
     self_send_ = type_layout(a.sendtypes[c.rank]);
     self_recv_ = type_layout(a.recvtypes[c.rank]);
   }
-  add_steps();
-}
-
-// The persistent requests of every step, on the buffers args_ names.
-void PreparedPairwise::add_steps() {
-  step_begin_.assign(1, 0);
-  const int n = comm_.size, me = comm_.rank;
+  const int n = c.size, me = c.rank;
   for (int k = 1; k < n; ++k) add_step((me + k) % n, (me - k + n) % n);
+  sets_.push_back(make_requests(a.sendbuf, a.recvbuf));
 }
 
 // Step: receive from src, send to dst; a zero-byte block on one side is one on the other too
-// (prepare() checked), so both skip it.
+// (prepare() checked), so both skip it. The step's requests: the receive first, then the send.
 void PreparedPairwise::add_step(int dst, int src) {
   const AlltoallwArgs& a = args_;
-  if (bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0) {
-    requests_.push_back(MPI_REQUEST_NULL);  // stays null, and is not freed, should the init fail
-    TB_MPI_CHECK(PMPI_Recv_init(at(a.recvbuf, a.rdispls[src]), a.recvcounts[src], a.recvtypes[src], src, tag_,
-                                traffic_, &requests_.back()));
-  }
-  if (bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0) {
-    requests_.push_back(MPI_REQUEST_NULL);
-    TB_MPI_CHECK(PMPI_Send_init(at(a.sendbuf, a.sdispls[dst]), a.sendcounts[dst], a.sendtypes[dst], dst, tag_,
-                                traffic_, &requests_.back()));
-  }
-  step_begin_.push_back(static_cast<int>(requests_.size()));
+  const int requests = (bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0 ? 1 : 0) +
+                       (bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0 ? 1 : 0);
+  step_begin_.push_back(step_begin_.back() + requests);
   step_peers_.emplace_back(dst, src);
 }
 
-PreparedPairwise::~PreparedPairwise() { free_requests(); }
-
-void PreparedPairwise::free_requests() noexcept {
-  for (MPI_Request& r : requests_)
-    if (r != MPI_REQUEST_NULL) PMPI_Request_free(&r);
-  requests_.clear();
-  step_peers_.clear();
+// Every step's persistent requests on these arrays, in the schedule's order.
+std::unique_ptr<RequestSet> PreparedPairwise::make_requests(const void* sendbuf, void* recvbuf) const {
+  auto set = std::make_unique<RequestSet>(sendbuf, recvbuf);
+  const AlltoallwArgs& a = args_;
+  set->requests.reserve(static_cast<std::size_t>(step_begin_.back()));
+  for (const auto& [dst, src] : step_peers_) {
+    if (bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0) {
+      set->requests.push_back(MPI_REQUEST_NULL);  // stays null, and is not freed, should the init fail
+      TB_MPI_CHECK(PMPI_Recv_init(at(recvbuf, a.rdispls[src]), a.recvcounts[src], a.recvtypes[src], src, tag_,
+                                  traffic_, &set->requests.back()));
+    }
+    if (bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0) {
+      set->requests.push_back(MPI_REQUEST_NULL);
+      TB_MPI_CHECK(PMPI_Send_init(at(sendbuf, a.sdispls[dst]), a.sendcounts[dst], a.sendtypes[dst], dst, tag_,
+                                  traffic_, &set->requests.back()));
+    }
+  }
+  ++g_request_sets;
+  return set;
 }
 
-// In place, each start reads the receive buffer from args_; otherwise the requests hold the
-// addresses, and creating persistent requests is local, so they are made anew. Should that fail,
-// the schedule is incomplete: every later start throws rather than run part of it.
+// In place, each start reads the receive buffer from args_. Otherwise the requests of a pair of
+// arrays used before come to the front, or new ones are made (creating persistent requests is
+// local) and the least recently used set beyond kKeptSets is freed. Should making them fail, the
+// call stays on the arrays it had.
 void PreparedPairwise::rebind(const void* sendbuf, void* recvbuf) {
+  if (!in_place_) {
+    auto kept = std::find_if(sets_.begin(), sets_.end(),
+                             [&](const auto& set) { return set->sendbuf == sendbuf && set->recvbuf == recvbuf; });
+    if (kept != sets_.end()) {
+      std::rotate(sets_.begin(), kept, kept + 1);
+    } else {
+      sets_.insert(sets_.begin(), make_requests(sendbuf, recvbuf));
+      if (sets_.size() > kKeptSets) sets_.pop_back();
+    }
+  }
   args_.sendbuf = sendbuf;
   args_.recvbuf = recvbuf;
-  if (in_place_) return;
-  free_requests();
-  try {
-    add_steps();
-  } catch (...) {
-    broken_ = true;
-    throw;
-  }
 }
 
 void PreparedPairwise::copy_self() const {
@@ -188,7 +210,6 @@ void PreparedPairwise::copy_self() const {
 // A failed step does not end the start: the remaining steps run, so that no peer waits for this
 // rank, and the first failure is thrown at the end.
 void PreparedPairwise::start() {
-  if (broken_) throw std::logic_error("pairwise (persistent): a rebind failed to create its requests; prepare anew");
   CallError error;
   auto keep = [&](int code, const char* what) {
     if (code == MPI_SUCCESS) return;
@@ -210,7 +231,7 @@ void PreparedPairwise::start() {
     for (std::size_t s = 0; s + 1 < step_begin_.size(); ++s) {
       const int n = step_begin_[s + 1] - step_begin_[s];
       if (n == 0) continue;
-      MPI_Request* step = requests_.data() + step_begin_[s];
+      MPI_Request* step = sets_.front()->requests.data() + step_begin_[s];
       const auto [dst, src] = step_peers_[s];
       charge_datatype_engine(MessageSide::send, a.sendcounts[dst], a.sendtypes[dst]);  // SMPI: the library packs
       keep(PMPI_Startall(n, step), "MPI_Startall");
@@ -222,6 +243,8 @@ void PreparedPairwise::start() {
 }
 
 }  // namespace
+
+std::int64_t pairwise_request_sets() { return g_request_sets; }
 
 std::unique_ptr<PreparedExchange> PairwiseAlltoallw::prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) {
   return std::make_unique<PreparedPairwise>(args, comm);

@@ -15,7 +15,9 @@
 // Prepared (persistent) form: the schedule, one persistent receive and send request per step
 // (MPI_Recv_init/MPI_Send_init on the duplicate, a tag of its own) and the self block's flattened
 // layouts are made once; a start copies the self block and runs the steps with MPI_Startall and
-// MPI_Waitall. In place, a start runs the precomputed steps' MPI_Sendrecv_replace.
+// MPI_Waitall. In place, a start runs the precomputed steps' MPI_Sendrecv_replace. Moved to other
+// arrays (rebind), it keeps the request sets of the last four pairs of arrays, so a plan that
+// alternates among a few makes each set once.
 #pragma once
 
 #include "collectives/alltoallw.hpp"
@@ -30,5 +32,9 @@ class PairwiseAlltoallw final : public AlltoallwAlgorithm {
   void exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
   std::unique_ptr<PreparedExchange> prepare_exchange(const AlltoallwArgs& args, const AlltoallwComm& comm) override;
 };
+
+// How many sets of persistent requests pairwise's prepared forms have made in this process (one
+// per prepared call, and one per rebind to arrays whose set is not kept): for tests.
+std::int64_t pairwise_request_sets();
 
 }  // namespace tb
