@@ -3,10 +3,9 @@
 # configured mpiexec.
 # Open MPI needs --oversubscribe above the core count and explicit consent to run as root. When a
 # rank exits non-zero, its launcher ends the job by signalling the ranks and waiting
-# odls_base_sigkill_timeout (1 s) after each signal: 2 s on every such run even where every rank
-# has already exited, which made the bad-input cases (each one a run that must fail) 2.3 s each
-# against 0.3 s without the waits. The tests set it to 0: the ranks that still run are killed at
-# once, which only the job's end sees.
+# odls_base_sigkill_timeout (1 s by default) after each signal, even where every rank has already
+# exited; every bad-input case is such a run, and the waits were most of its time. The tests set
+# it to 0: the ranks that still run are killed at once, which only the job's end sees.
 set(TB_MPIEXEC_FLAGS ${MPIEXEC_PREFLAGS})
 set(TB_MPI_TEST_ENV "")
 if(TB_MPI_FLAVOR STREQUAL "openmpi")
