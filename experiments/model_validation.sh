@@ -172,6 +172,18 @@ quiet() {
     return "$rc"
   }
 }
+# TB_VALIDATION_WITHOUT's names, checked before anything of a previous run is removed.
+without_args=()
+if [ -n "$without" ]; then
+  terms=$(launch tb-model --list-terms | awk '/^[a-z_]+ /{print $1}')
+  for term in ${without//,/ }; do
+    grep -qx "$term" <<< "$terms" || {
+      echo "model_validation: TB_VALIDATION_WITHOUT: '$term' is not a switchable model term (known: $(echo $terms | tr ' ' ,))" >&2
+      exit 2
+    }
+  done
+  without_args=(--without "$without")
+fi
 if [ -n "$recost" ]; then
   out=${TB_VALIDATION_OUT:-results/model_validation/$mpi-recost}
 else
@@ -209,16 +221,7 @@ cat "$out/run.txt"
 listing=$(launch tb-model --list-algorithms)  # its own failure stops the script here
 mapfile -t costed < <(awk '$2 == "schedule" { print $1 }' <<< "$listing")
 [ ${#costed[@]} -gt 0 ] || { echo "model_validation: tb-model --list-algorithms names no costed algorithm" >&2; exit 1; }
-without_args=()
 if [ -n "$without" ]; then
-  terms=$(launch tb-model --list-terms | sed -n 's/^\([a-z_]*\) .*/\1/p')
-  for term in ${without//,/ }; do
-    grep -qx "$term" <<< "$terms" || {
-      echo "model_validation: TB_VALIDATION_WITHOUT: '$term' is not a switchable model term (known: $(echo $terms | tr ' ' ,))" >&2
-      exit 2
-    }
-  done
-  without_args=(--without "$without")
   echo "terms switched off in every prediction: $without" | tee -a "$out/run.txt"
 fi
 alltoallw=()

@@ -6,8 +6,9 @@
 #     calibration the run made (host-K.json) and the state of each calibration (its start or end)
 #     and sweep launch, and the run's rows must carry their own states (handoff_ and vector_before/after); re-costed on one of them (TB_VALIDATION_NETWORK) the
 #     report names that file and shows no spread; re-costed with TB_VALIDATION_WITHOUT the report
-#     and run.txt name the term and the predictions change, and an unknown term is refused by name;
-#     RUN_DIR is left as it was (its file list and validation.csv).
+#     and run.txt name the term and the predictions change, and an unknown term is refused by name
+#     before the output folder's earlier files are removed; RUN_DIR is left as it was (its file
+#     list and validation.csv).
 #   check_model_validation.sh state RUN_DIR OUT_DIR
 #     re-costs a copy of the run with TB_VALIDATION_STATE=fast after setting every recorded state
 #     to fast except the first calibration's and the native row of one repetition (made slow):
@@ -56,19 +57,22 @@ EOF
     grep -q "^re-costing the measurements of $run on $run/host-1.json" "$out-host1/run.txt" || fail "run.txt does not name host-1.json"
     ! grep -q "Calibration spread" "$out-host1/report.md" || fail "a single network's report shows a spread"
     grep -q "^overall: median |error|" "$out-host1/report.md" || fail "no overall line on host-1.json"
-    TB_VALIDATION_RECOST=$run TB_VALIDATION_WITHOUT=cold_self_messages TB_VALIDATION_OUT=$out-without "$script" mpich \
-      > "$out-without.log" 2>&1 || { tail -n 20 "$out-without.log"; fail "re-costing without cold_self_messages exited $?"; }
-    grep -q "^The model judged here has these terms switched off: cold_self_messages" "$out-without/report.md" ||
-      fail "the report without cold_self_messages does not say so"
-    grep -q "TB_VALIDATION_WITHOUT=cold_self_messages" "$out-without/run.txt" || fail "run.txt does not record the terms"
+    TB_VALIDATION_RECOST=$run TB_VALIDATION_WITHOUT=measured_messages TB_VALIDATION_OUT=$out-without "$script" mpich \
+      > "$out-without.log" 2>&1 || { tail -n 20 "$out-without.log"; fail "re-costing without measured_messages exited $?"; }
+    grep -q "^The model judged here has these terms switched off: measured_messages" "$out-without/report.md" ||
+      fail "the report without measured_messages does not say so"
+    grep -q "TB_VALIDATION_WITHOUT=measured_messages" "$out-without/run.txt" || fail "run.txt does not record the terms"
     ! cmp -s "$run/validation.csv" "$out-without/validation.csv" ||
-      fail "without cold_self_messages every prediction is the run's (the term reached no tb-model call)"
+      fail "without measured_messages every prediction is the run's (the term reached no tb-model call)"
+    # An unknown term: refused by name before the output folder's earlier files are touched.
+    mkdir -p "$out-bad" && echo earlier > "$out-bad/report.md"
     if TB_VALIDATION_RECOST=$run TB_VALIDATION_WITHOUT=cache_fairies TB_VALIDATION_OUT=$out-bad "$script" mpich \
       > "$out-bad.log" 2>&1; then
       fail "an unknown term was accepted"
     fi
     grep -q "TB_VALIDATION_WITHOUT: 'cache_fairies' is not a switchable model term" "$out-bad.log" ||
       fail "an unknown term's error does not name it: $(tail -n 3 "$out-bad.log")"
+    [ "$(cat "$out-bad/report.md")" = earlier ] || fail "an unknown term's run removed the output folder's report"
     [ "$(cd "$run" && find . -type f | sort | md5sum)" = "$before" ] || fail "re-costing changed $run"
     echo "check_model_validation: ok (re-costed; $hosts calibrations' spread; host-1.json alone; without a term)"
     ;;
