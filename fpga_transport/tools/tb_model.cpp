@@ -26,11 +26,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -398,7 +400,8 @@ void print_costs(const Prediction& p, const tb::fpga::MemoryModel& memory, const
 }
 
 // Per modelled algorithm (chosen's order), the total on `net` minus the total with each
-// switchable term still on switched off alone: {term, seconds added} where that is not 0.
+// switchable term still on switched off alone: {term, seconds added} where that prints as more
+// than 0.00 us.
 std::vector<std::vector<std::pair<std::string, double>>> terms_added(
     const Prediction& p, const tb::fpga::MemoryModel& memory, const tb::fpga::Network& net, double timing_s,
     const std::vector<tb::fpga::ModelledAlgorithm>& chosen) {
@@ -416,7 +419,7 @@ std::vector<std::vector<std::pair<std::string, double>>> terms_added(
     for (std::size_t k = 0; k < chosen.size(); ++k) {
       if (chosen[k].schedule.empty()) continue;
       const double added_s = total[k] - predict(p, chosen[k].name, less_net.front(), less_memory, less_timing_s).total_s();
-      if (added_s != 0.0) added[k].emplace_back(term.name, added_s);
+      if (std::abs(added_s) >= 0.005e-6) added[k].emplace_back(term.name, added_s);  // as printed: not 0.00 us
     }
   }
   return added;
@@ -424,7 +427,9 @@ std::vector<std::vector<std::pair<std::string, double>>> terms_added(
 
 // --breakdown: per network and algorithm, the total and what each term adds to it (terms_added),
 // as tb-model --without TERM would print the total, its fixed overhead recalibrated too. A term
-// that replaces one cost by another can add less than nothing.
+// that replaces one cost by another can add less than nothing, and terms overlap (local_work
+// holds the library engine's and the memory terms' shares), so the additions do not sum to the
+// total.
 void print_breakdown(const Prediction& p, const tb::fpga::MemoryModel& memory,
                      const std::vector<tb::fpga::Network>& nets, const std::vector<double>& timing_s,
                      const std::vector<tb::fpga::ModelledAlgorithm>& chosen) {
@@ -512,6 +517,7 @@ int run(Options& o) {
   std::ofstream out;
   if (!o.csv.empty()) {
     out.open(o.csv);
+    out.precision(std::numeric_limits<double>::max_digits10);  // every digit: the times are read back and compared
     out << "pattern,ranks,algorithm,network,communication_s,local_s,overhead_s,timing_s,total_s,phases,messages\n";
   }
   const Prediction prediction{o, pattern, measured_1b};
