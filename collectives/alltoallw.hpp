@@ -69,8 +69,8 @@ class PreparedExchange {
   // requests, registrations or a peer's copy lists).
   virtual bool rebinds() const { return false; }
   // Points the next starts at these buffers; `sendbuf` is MPI_IN_PLACE exactly where the prepared
-  // call's was. Local, so a failure on one rank leaves its peers to wait in the next start: a
-  // form whose rebind fails makes every later start of this rank throw.
+  // call's was. Local: a rebind that throws leaves this rank's call on the buffers it had, while
+  // its peers' may have moved, so a caller whose rebind failed should not start the call again.
   virtual void rebind(const void* sendbuf, void* recvbuf);
 };
 

@@ -7,6 +7,7 @@
 #include "collectives/simulated_datatype_engine.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -80,7 +81,7 @@ void exchange_in_place(const AlltoallwArgs& a, int size, int rank, MPI_Comm comm
   }
 }
 
-std::int64_t g_request_sets = 0;  // pairwise_request_sets()
+std::atomic<std::int64_t> g_request_sets{0};  // pairwise_request_sets()
 
 // One set of the prepared form's persistent requests, on one pair of arrays: every step's, back
 // to back. Freed with the set.

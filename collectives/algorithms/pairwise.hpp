@@ -34,7 +34,7 @@ class PairwiseAlltoallw final : public AlltoallwAlgorithm {
 };
 
 // How many sets of persistent requests pairwise's prepared forms have made in this process (one
-// per prepared call, and one per rebind to arrays whose set is not kept): for tests.
+// per prepared call not in place, and one per rebind to arrays whose set is not kept): for tests.
 std::int64_t pairwise_request_sets();
 
 }  // namespace tb
