@@ -399,16 +399,19 @@ void print_costs(const Prediction& p, const tb::fpga::MemoryModel& memory, const
   std::printf("\n");
 }
 
-// Per modelled algorithm (chosen's order), the total on `net` minus the total with each
-// switchable term still on switched off alone: {term, seconds added} where that prints as more
-// than 0.00 us.
-std::vector<std::vector<std::pair<std::string, double>>> terms_added(
-    const Prediction& p, const tb::fpga::MemoryModel& memory, const tb::fpga::Network& net, double timing_s,
-    const std::vector<tb::fpga::ModelledAlgorithm>& chosen) {
-  std::vector<std::vector<std::pair<std::string, double>>> added(chosen.size());
-  std::vector<double> total(chosen.size());
+// One network's breakdown, per modelled algorithm (chosen's order): its total on the network,
+// and the total minus the total with each switchable term still on switched off alone, {term,
+// seconds added} where that prints as more than 0.00 us.
+struct TermsAdded {
+  std::vector<double> total;
+  std::vector<std::vector<std::pair<std::string, double>>> added;
+};
+
+TermsAdded terms_added(const Prediction& p, const tb::fpga::MemoryModel& memory, const tb::fpga::Network& net,
+                       double timing_s, const std::vector<tb::fpga::ModelledAlgorithm>& chosen) {
+  TermsAdded t{std::vector<double>(chosen.size()), std::vector<std::vector<std::pair<std::string, double>>>(chosen.size())};
   for (std::size_t k = 0; k < chosen.size(); ++k)
-    if (!chosen[k].schedule.empty()) total[k] = predict(p, chosen[k].name, net, memory, timing_s).total_s();
+    if (!chosen[k].schedule.empty()) t.total[k] = predict(p, chosen[k].name, net, memory, timing_s).total_s();
   const auto& without = p.options.without;
   for (const auto& term : tb::fpga::switchable_terms()) {
     if (std::find(without.begin(), without.end(), term.name) != without.end()) continue;  // already off
@@ -418,11 +421,12 @@ std::vector<std::vector<std::pair<std::string, double>>> terms_added(
     const double less_timing_s = tb::fpga::timing_barrier_s(p.pattern, less_net.front(), p.options.inner);
     for (std::size_t k = 0; k < chosen.size(); ++k) {
       if (chosen[k].schedule.empty()) continue;
-      const double added_s = total[k] - predict(p, chosen[k].name, less_net.front(), less_memory, less_timing_s).total_s();
-      if (std::abs(added_s) >= 0.005e-6) added[k].emplace_back(term.name, added_s);  // as printed: not 0.00 us
+      const double added_s =
+          t.total[k] - predict(p, chosen[k].name, less_net.front(), less_memory, less_timing_s).total_s();
+      if (std::abs(added_s) >= 0.005e-6) t.added[k].emplace_back(term.name, added_s);  // as printed: not 0.00 us
     }
   }
-  return added;
+  return t;
 }
 
 // --breakdown: per network and algorithm, the total and what each term adds to it (terms_added),
@@ -436,12 +440,11 @@ void print_breakdown(const Prediction& p, const tb::fpga::MemoryModel& memory,
   std::printf("\n  what each term adds to the total, us (the total minus the total --without that term alone):\n");
   for (std::size_t i = 0; i < nets.size(); ++i) {
     std::printf("    %s\n", nets[i].name().c_str());
-    const auto added = terms_added(p, memory, nets[i], timing_s[i], chosen);
+    const TermsAdded t = terms_added(p, memory, nets[i], timing_s[i], chosen);
     for (std::size_t k = 0; k < chosen.size(); ++k) {
       if (chosen[k].schedule.empty()) continue;
-      std::printf("      %-16s total %.2f", chosen[k].name.c_str(),
-                  predict(p, chosen[k].name, nets[i], memory, timing_s[i]).total_s() * 1e6);
-      for (const auto& [term, s] : added[k]) std::printf("  %s %+.2f", term.c_str(), s * 1e6);
+      std::printf("      %-16s total %.2f", chosen[k].name.c_str(), t.total[k] * 1e6);
+      for (const auto& [term, s] : t.added[k]) std::printf("  %s %+.2f", term.c_str(), s * 1e6);
       std::printf("\n");
     }
   }
