@@ -11,7 +11,9 @@
 #                             TB_TUNING_TABLE: auto's path (blocking and prepared) names the
 #                             table's choice (blocking and persistent entries), on a slab call the
 #                             band its points joined; the agreement priced (Open MPI's launches
-#                             take about 3 minutes of it)
+#                             take about 3 minutes of it); a blocking-only sweep whose one-algorithm
+#                             rule takes both node layouts keeps its bands as "prepared" entries,
+#                             which auto's prepared calls follow
 add_executable(test_auto test_auto.cpp)
 target_link_libraries(test_auto PRIVATE tb_collectives tb_mpi_gtest_main)
 tb_add_mpi_test(test_auto RANKS 1 2 3 4 TIMEOUT 300)

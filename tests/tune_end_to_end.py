@@ -5,7 +5,9 @@ every node layout and class covered from 0 bytes to unbounded, only registered a
 auto, the agreement's cost measured at both node layouts, the slab's points in the 64-byte band at
 sizes where vector64 has none), then tb-bench runs auto with TB_TUNING_TABLE on each node layout
 and its reported path must name the table's choice, on the slab too; without a table it names the
-built-in rule, and a bad table is an error naming the file. Prints "tune end-to-end: ok"."""
+built-in rule, and a bad table is an error naming the file. A second, blocking-only sweep whose
+one-algorithm rule takes both node layouts must keep the per-size bands as "prepared" entries, and
+auto's prepared calls must follow them. Prints "tune end-to-end: ok"."""
 import argparse
 import json
 import os
@@ -78,6 +80,37 @@ def check_slab(options, table, table_path):
           "auto follows the 64-byte band's entry on the slab")
 
 
+def check_prepared_bands(options):
+    """A blocking-only sweep (no persistent entries) whose one-algorithm rule takes every node layout
+    (any algorithm within 100x of the fastest qualifies): the blocking entries are one band per class
+    with the rule's reason, the per-size bands stay as "prepared" entries, and auto's prepared calls
+    name those bands while its blocking calls name the one algorithm."""
+    table_path = os.path.join(options.out, "tuning-prepared.json")
+    status = tune.main(["--build", options.build, "--mpi", options.mpi, "-n", "2", "--nodes", "1,2", "-m", "1:256",
+                        "--layouts", "contiguous", "--min-time", "0.001", "--one-algorithm", "0.01,100,100",
+                        "--mpich-json", "none", "-o", table_path])
+    check(status == 0, f"tune.py (blocking only, one algorithm) exited {status}")
+    with open(table_path) as f:
+        table = json.load(f)
+    entries = table["entries"]
+    check(not any(e.get("calls") == "persistent" for e in entries), "no persistent entries without --calls")
+    for nodes in (1, 2):
+        at = [e for e in entries if e["node_layout"]["nodes"] == nodes]
+        blocking = [e for e in at if e.get("calls", "blocking") == "blocking"]
+        prepared = [e for e in at if e.get("calls") == "prepared"]
+        check(len(blocking) == 1 and blocking[0]["rule"].startswith("one algorithm for the node layout"),
+              f"{nodes} node(s): the rule takes the node layout: {blocking}")
+        check(prepared and prepared[0]["bytes_per_peer"][0] == 0 and prepared[-1]["bytes_per_peer"][1] is None,
+              f"{nodes} node(s): per-size bands kept as prepared entries: {prepared}")
+        for calls, prefix, kind in (("blocking", "auto -> ", "blocking"),
+                                    ("persistent", "auto (per-size bands for prepared calls) -> ", "prepared")):
+            chosen = choice_at(table, nodes, "contiguous", 64, kind)
+            path = auto_path(options, nodes, {"TB_TUNING_TABLE": table_path}, calls)
+            print(f"tune end-to-end: {nodes} node(s), 64 B contiguous, rule table, {calls}: table {chosen}, "
+                  f"tb-bench path {path!r}")
+            check(path.startswith(prefix + chosen), f"auto follows the table's {kind} entries on {nodes} node(s)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", required=True)
@@ -105,6 +138,7 @@ def main():
             print(f"tune end-to-end: {nodes} node(s), 64 B contiguous, {calls}: table {chosen}, tb-bench path {path!r}")
             check(path.startswith(prefix + chosen), f"auto follows the table's {calls} entries on {nodes} node(s)")
     check_slab(options, table, table_path)
+    check_prepared_bands(options)
     path = auto_path(options, 1, {"TB_TUNING_TABLE": ""})
     check(path == "auto (built-in rule) -> native", f"no table: {path!r}")
     bad = os.path.join(options.out, "bad.json")
