@@ -123,8 +123,12 @@ class PreparedPairwise final : public PreparedExchange {
   MPI_Comm traffic_ = MPI_COMM_NULL;
   int tag_ = tags::pairwise;
   bool in_place_ = false;
-  std::vector<int> step_begin_;                  // step s: requests [step_begin_[s], step_begin_[s + 1])
-  std::vector<std::pair<int, int>> step_peers_;  // step s: (dst, src)
+  struct Step {
+    int dst, src;
+    bool sends, receives;  // whether the block to dst, from src, has bytes
+  };
+  std::vector<int> step_begin_;  // step s: requests [step_begin_[s], step_begin_[s + 1])
+  std::vector<Step> steps_;
   std::vector<std::unique_ptr<RequestSet>> sets_;  // the last used first; the first is args_'s
   std::vector<int> in_place_peers_;              // in place: the peer of each step with data
   std::shared_ptr<const TypeLayout> self_send_, self_recv_;
@@ -155,10 +159,10 @@ PreparedPairwise::PreparedPairwise(const AlltoallwArgs& a, const AlltoallwComm& 
 // (prepare() checked), so both skip it. The step's requests: the receive first, then the send.
 void PreparedPairwise::add_step(int dst, int src) {
   const AlltoallwArgs& a = args_;
-  const int requests = (bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0 ? 1 : 0) +
-                       (bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0 ? 1 : 0);
-  step_begin_.push_back(step_begin_.back() + requests);
-  step_peers_.emplace_back(dst, src);
+  const Step step{dst, src, bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0,
+                  bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0};
+  step_begin_.push_back(step_begin_.back() + int{step.sends} + int{step.receives});
+  steps_.push_back(step);
 }
 
 // Every step's persistent requests on these arrays, in the schedule's order.
@@ -166,13 +170,13 @@ std::unique_ptr<RequestSet> PreparedPairwise::make_requests(const void* sendbuf,
   auto set = std::make_unique<RequestSet>(sendbuf, recvbuf);
   const AlltoallwArgs& a = args_;
   set->requests.reserve(static_cast<std::size_t>(step_begin_.back()));
-  for (const auto& [dst, src] : step_peers_) {
-    if (bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0) {
+  for (const auto& [dst, src, sends, receives] : steps_) {
+    if (receives) {
       set->requests.push_back(MPI_REQUEST_NULL);  // stays null, and is not freed, should the init fail
       TB_MPI_CHECK(PMPI_Recv_init(at(recvbuf, a.rdispls[src]), a.recvcounts[src], a.recvtypes[src], src, tag_,
                                   traffic_, &set->requests.back()));
     }
-    if (bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0) {
+    if (sends) {
       set->requests.push_back(MPI_REQUEST_NULL);
       TB_MPI_CHECK(PMPI_Send_init(at(sendbuf, a.sdispls[dst]), a.sendcounts[dst], a.sendtypes[dst], dst, tag_,
                                   traffic_, &set->requests.back()));
@@ -233,7 +237,7 @@ void PreparedPairwise::start() {
       const int n = step_begin_[s + 1] - step_begin_[s];
       if (n == 0) continue;
       MPI_Request* step = sets_.front()->requests.data() + step_begin_[s];
-      const auto [dst, src] = step_peers_[s];
+      const int dst = steps_[s].dst, src = steps_[s].src;
       charge_datatype_engine(MessageSide::send, a.sendcounts[dst], a.sendtypes[dst]);  // SMPI: the library packs
       keep(PMPI_Startall(n, step), "MPI_Startall");
       keep(PMPI_Waitall(n, step, MPI_STATUSES_IGNORE), "MPI_Waitall");
