@@ -390,6 +390,54 @@ double Network::phase_time_s(const std::vector<Message>& messages) const {
 }
 
 // The host network's line: its message model, then each measured term it prices.
+namespace {
+
+std::string bytes_text(double bytes) {
+  const auto b = static_cast<long long>(bytes);
+  if (b >= (1 << 20) && b % (1 << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= (1 << 10) && b % (1 << 10) == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+// A table's extra at `bytes`: at `key` where given (above 0), else at each of its measured keys.
+void add_table_values(std::vector<Network::TermValue>& out, const std::string& term, const std::string& what,
+                      const NoncontiguousExtra& table, double bytes, double key, const std::string& key_name) {
+  if (table.empty()) return;
+  if (key > 0) {
+    out.push_back({term, what + ", " + key_name + " " + bytes_text(key), table.extra_s(bytes, key)});
+    return;
+  }
+  for (const auto& [measured, curve] : table.by_block)
+    out.push_back({term, what + ", " + key_name + " " + bytes_text(measured), table.extra_s(bytes, measured)});
+}
+
+}  // namespace
+
+std::vector<Network::TermValue> Network::host_values_at(double bytes, double traffic_bytes, double block_bytes) const {
+  std::vector<TermValue> out;
+  if (kind_ != NetworkKind::host) return out;
+  const HostMessage& h = host_;
+  out.push_back({h.is_measured() ? "measured_messages" : "(Hockney fit)", "message m(L)", h.message_time_s(bytes)});
+  if (!h.self_measured.empty()) out.push_back({"self_messages", "self message s(L)", h.self_measured.time_s(bytes)});
+  add_table_values(out, "noncontiguous_messages", "extra sent non-contiguous", h.send_extra, bytes, block_bytes,
+                   "block");
+  add_table_values(out, "noncontiguous_messages", "extra received non-contiguous", h.recv_extra, bytes, block_bytes,
+                   "block");
+  add_table_values(out, "noncontiguous_self_messages", "extra of a self message sent non-contiguous",
+                   h.self_send_extra, bytes, block_bytes, "block");
+  add_table_values(out, "noncontiguous_self_messages", "extra of a self message received non-contiguous",
+                   h.self_recv_extra, bytes, block_bytes, "block");
+  if (!h.node_handoff.empty()) out.push_back({"node_handoff", "extra of a handoff copy", h.node_handoff_s(bytes)});
+  if (!h.node_handoff.empty() && !h.node_handoff_pieces.empty())
+    out.push_back({"node_handoff_pieces", "extra of a handoff copy in 64 B pieces", h.node_handoff_s(bytes, bytes)});
+  if (!h.fresh.empty()) out.push_back({"fresh_messages", "extra of a fresh message", h.fresh_message_s(bytes)});
+  if (!h.gets.empty()) out.push_back({"zero_copy_gets", "one zero-copy get", h.gets.time_s(bytes)});
+  add_table_values(out, "cold_messages", "extra of a cold message", h.cold.table, bytes, traffic_bytes, "traffic");
+  add_table_values(out, "cold_self_messages", "extra of a cold self message", h.self_cold.table, bytes,
+                   traffic_bytes, "traffic");
+  return out;
+}
+
 void Network::describe_host(std::ostream& s) const {
   if (host_.is_measured()) {
     const double last = host_.measured.seconds_by_bytes.back().first;

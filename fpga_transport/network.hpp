@@ -75,6 +75,18 @@ class Network {
   void place_ranks(int per_node);
   std::string describe() const;
 
+  // One measured quantity of a host network at a point (tb-model --values-at): the switchable
+  // term that uses it, what it is at which traffic or block size, and its seconds.
+  struct TermValue {
+    std::string term, what;
+    double seconds;
+  };
+  // Every measured host quantity at a message of `bytes` (empty for other kinds): the message and
+  // self-message times, the measured extras (fresh, handoff, per get), and the tables' extras at
+  // `traffic_bytes` (cold) and `block_bytes` (non-contiguous), where these are above 0, else at
+  // each measured traffic or block size. Read as the cost model reads them.
+  std::vector<TermValue> host_values_at(double bytes, double traffic_bytes = 0, double block_bytes = 0) const;
+
   // Seconds for one phase of concurrent messages (self messages ignored).
   double phase_time_s(const std::vector<Message>& messages) const;
   // The same, where each rank's call moves `traffic_bytes[rank]` through memory: on a host with

@@ -122,6 +122,64 @@ TEST(HostMessage, JsonRoundTripKeepsEveryMeasuredCurve) {
   EXPECT_EQ(nlohmann::json(without_pieces.get<HostMessage>()), without_pieces);
 }
 
+// tb-model --values-at reads every measured curve as the model does. Each curve k is k us at
+// 4096 B and 8k us at 65536 B, so at 34816 B (halfway) it is 4.5k us. The send extras are
+// measured at 64 B (curve 3) and 4096 B blocks (curve 4): at 512 B, halfway on log B, 15.75 us;
+// without a block size, one row each, 13.5 and 18 us. The cold extras at 1 MiB (12) and 4 MiB (13)
+// of traffic: at 2 MiB, halfway on log T, 56.25 us. The handoff in pieces is curve 9 alone.
+TEST(HostMessage, ValuesAtReadEveryMeasuredCurveAsTheModelDoes) {
+  auto curve = [](int k) { return nlohmann::json{{4096.0, k * 1e-6}, {65536.0, k * 8e-6}}; };
+  auto row = [&](const char* key, double at, int k) {
+    return nlohmann::json{{key, at}, {"seconds_by_bytes", curve(k)}};
+  };
+  const nlohmann::json host = {
+      {"alpha_s", 5e-7},
+      {"beta_s_per_byte", 1e-10},
+      {"message_seconds_by_bytes", curve(1)},
+      {"self_message_seconds_by_bytes", curve(2)},
+      {"noncontiguous_send_extra_seconds", {row("block_bytes", 64, 3), row("block_bytes", 4096, 4)}},
+      {"noncontiguous_recv_extra_seconds", {row("block_bytes", 64, 5)}},
+      {"self_noncontiguous_send_extra_seconds", {row("block_bytes", 64, 6)}},
+      {"self_noncontiguous_recv_extra_seconds", {row("block_bytes", 64, 7)}},
+      {"node_handoff_extra_seconds_by_bytes", curve(8)},
+      {"node_handoff_piece_extra_seconds_by_bytes", curve(9)},
+      {"fresh_message_extra_seconds_by_bytes", curve(10)},
+      {"get_seconds_by_bytes", curve(11)},
+      {"cold_message_extra_seconds", {row("traffic_bytes", 1 << 20, 12), row("traffic_bytes", 4 << 20, 13)}},
+      {"cold_self_message_extra_seconds", {row("traffic_bytes", 4 << 20, 14)}}};
+  const Network net = Network::from_json({{"kind", "host"}, {"host", host}}, 2);
+  auto seconds = [](const std::vector<Network::TermValue>& values) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& v : values) out.emplace_back(v.term, v.seconds * 1e6);
+    return out;
+  };
+  const std::vector<std::pair<std::string, double>> at_point{
+      {"measured_messages", 4.5},          {"self_messages", 9},         {"noncontiguous_messages", 15.75},
+      {"noncontiguous_messages", 22.5},    {"noncontiguous_self_messages", 27},
+      {"noncontiguous_self_messages", 31.5}, {"node_handoff", 36},       {"node_handoff_pieces", 40.5},
+      {"fresh_messages", 45},              {"zero_copy_gets", 49.5},     {"cold_messages", 56.25},
+      {"cold_self_messages", 63}};
+  const auto got = seconds(net.host_values_at(34816, 2 << 20, 512));
+  ASSERT_EQ(got.size(), at_point.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].first, at_point[i].first) << i;
+    EXPECT_NEAR(got[i].second, at_point[i].second, 1e-9) << at_point[i].first;
+  }
+  // Without a traffic or block size: one row per measured one, named in the row.
+  const auto rows = net.host_values_at(34816);
+  ASSERT_EQ(rows.size(), at_point.size() + 2);
+  EXPECT_NEAR(rows[2].seconds * 1e6, 13.5, 1e-9);
+  EXPECT_NEAR(rows[3].seconds * 1e6, 18, 1e-9);
+  EXPECT_NE(rows[3].what.find("block 4 KiB"), std::string::npos) << rows[3].what;
+  EXPECT_NE(rows[12].what.find("traffic 4 MiB"), std::string::npos) << rows[12].what;
+  // A host with the fit alone has one value; a network of another kind none.
+  const Network fit =
+      Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 1e-6}, {"beta_s_per_byte", 1e-9}}}}, 2);
+  ASSERT_EQ(fit.host_values_at(1000).size(), 1u);
+  EXPECT_NEAR(fit.host_values_at(1000)[0].seconds, 2e-6, 1e-15);
+  EXPECT_TRUE(Network::from_file(kNetworks + "iec_ring.json", 4).host_values_at(1000).empty());
+}
+
 // Our b(L) and b_eff bookkeeping against the publication's printed results: every run's table,
 // put through beff_from_times, gives the b_eff that HPCC FPGA printed for it.
 TEST(HpccReference, OurBeffFormulaReproducesThePublishedRuns) {

@@ -8,6 +8,7 @@
 //   tb-model --pattern calls.jsonl --call 0
 //   tb-model --beff --without node_contention    (a term switched off for comparison; --list-terms)
 //   tb-model --network host.json --breakdown     (what each term adds to every algorithm's total)
+//   tb-model --network host.json --values-at 1M --traffic 3M   (each measured quantity at a point)
 #include "collectives/pack.hpp"
 #include "collectives/settings.hpp"
 #include "fpga_transport/algorithm_cost.hpp"
@@ -137,6 +138,7 @@ struct Options {
   std::vector<std::string> networks, algorithms;
   std::string overheads_file;
   bool beff = false, breakdown = false;
+  double values_at = 0, traffic = 0, block = 0;  // --values-at and its two table keys (0: unset)
   double pack_below = 4096;
   std::string buffers = "private";
   std::vector<std::string> without;
@@ -146,6 +148,27 @@ struct Options {
 const std::string& network_dir() {
   static const std::string dir = std::string(TB_SOURCE_DIR) + "/fpga_transport/networks/";
   return dir;
+}
+
+// --values-at and the table keys it reads at.
+void add_values_options(CLI::App& app, Options& o) {
+  auto* at = app.add_option("--values-at", o.values_at,
+                            "print each --network's measured host quantities at a message of this many bytes "
+                            "(e.g. 64K), each with the term that uses it, and exit (default network: host_calibrated)")
+                 ->transform(CLI::AsSizeValue(false))
+                 ->check(tb::finite_range(1, 1e15));
+  app.add_option("--traffic", o.traffic,
+                 "with --values-at: read the cold-message tables after this many bytes of a rank's memory traffic "
+                 "(default: at each measured traffic)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(tb::finite_range(1, 1e15))
+      ->needs(at);
+  app.add_option("--block", o.block,
+                 "with --values-at: read the non-contiguous tables at this many bytes per contiguous block "
+                 "(default: at each measured block size)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(tb::finite_range(1, 1e15))
+      ->needs(at);
 }
 
 void add_options(CLI::App& app, Options& o) {
@@ -199,6 +222,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--list-terms", o.list_terms, "print the switchable model terms with their sources and exit");
   app.add_flag("--list-algorithms", o.list_algorithms, "print every algorithm with its schedule (or why it has none) and exit");
   app.add_flag("--list-settings", o.list_settings, tb::kListSettingsHelp);
+  add_values_options(app, o);
 }
 
 void list_algorithms() {
@@ -210,6 +234,19 @@ void list_algorithms() {
 void list_terms() {
   for (const auto& t : tb::fpga::switchable_terms())
     std::printf("%-18s %s\n%-18s   source: %s\n", t.name.c_str(), t.adds.c_str(), "", t.source.c_str());
+}
+
+// --values-at: each network's measured host quantities at one message size, in microseconds.
+void print_values_at(Options& o) {
+  if (o.networks.empty()) o.networks.push_back(network_dir() + "host_calibrated.json");
+  for (const auto& file : o.networks) {
+    const auto net = tb::fpga::Network::from_file(file, 2);  // the host's measurements do not depend on ranks
+    const auto values = net.host_values_at(o.values_at, o.traffic, o.block);
+    std::printf("%s (%s) at L = %.0f B:\n", net.name().c_str(), file.c_str(), o.values_at);
+    if (values.empty()) std::printf("  not a host network: no measured host quantities\n");
+    for (const auto& v : values)
+      std::printf("  %-28s %-58s %12.3f us\n", v.term.c_str(), v.what.c_str(), v.seconds * 1e6);
+  }
 }
 
 // --without's names, checked against the switchable terms before any work.
@@ -495,6 +532,10 @@ int run(Options& o) {
     return 0;
   }
   check_terms(o.without);
+  if (o.values_at > 0) {
+    print_values_at(o);
+    return 0;
+  }
   tb::check_writable("--csv", o.csv);
   tb::check_writable("--save-memory", o.save_memory);
   const tb::fpga::CommPattern pattern = chosen_pattern(o);
