@@ -143,6 +143,166 @@ MPI_Datatype TypeGenerator::any(std::int64_t* units, int depth) {
   return t;
 }
 
+// Each constructor below makes a type of exactly n units from children of depth - 1, drawing its
+// parameters from rng_; each frees its children and returns the new type uncommitted.
+
+// contiguous: a children of n / a units.
+MPI_Datatype TypeGenerator::contiguous(std::int64_t n, int depth) {
+  const std::int64_t a = pick_divisor(n);
+  MPI_Datatype c = exact(n / a, depth - 1), t = MPI_DATATYPE_NULL;
+  check(MPI_Type_contiguous(static_cast<int>(a), c, &t), "contiguous");
+  free_type(c);
+  return t;
+}
+
+// vector or hvector: count x blocklength x child(m), strides with gaps, some negative.
+MPI_Datatype TypeGenerator::vector(std::int64_t n, int depth, bool in_bytes) {
+  const std::int64_t count = pick_divisor(n);
+  const std::int64_t bl = pick_divisor(n / count);
+  MPI_Datatype c = exact(n / count / bl, depth - 1), t = MPI_DATATYPE_NULL;
+  int stride = static_cast<int>(bl) + uniform(0, 3);
+  if (count > 1 && uniform(0, 3) == 0 && negative_strides_) stride = -stride;
+  if (!in_bytes) {
+    check(MPI_Type_vector(static_cast<int>(count), static_cast<int>(bl), stride, c, &t), "vector");
+  } else {
+    const MPI_Aint bytes = stride * extent_of(c) + (stride < 0 ? -1 : 1) * uniform(0, 5);
+    check(MPI_Type_create_hvector(static_cast<int>(count), static_cast<int>(bl), bytes, c, &t), "hvector");
+  }
+  free_type(c);
+  return t;
+}
+
+// indexed or hindexed: blocks of several lengths at increasing places, listed in shuffled order.
+MPI_Datatype TypeGenerator::indexed(std::int64_t n, int depth, bool in_bytes) {
+  const std::int64_t m = pick_divisor(n);
+  MPI_Datatype c = exact(m, depth - 1), t = MPI_DATATYPE_NULL;
+  auto lens = split(rng_, n / m, uniform(1, 5));
+  const MPI_Aint e = extent_of(c);
+  std::vector<int> displs;
+  std::vector<MPI_Aint> bytes;
+  std::int64_t cursor = uniform(-3, 2);
+  for (int len : lens) {
+    cursor += uniform(0, 2);
+    displs.push_back(static_cast<int>(cursor));
+    bytes.push_back(cursor * e);
+    cursor += len;
+  }
+  std::vector<std::size_t> order(lens.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng_);
+  std::vector<int> l2, d2;
+  std::vector<MPI_Aint> b2;
+  for (auto i : order) {
+    l2.push_back(lens[i]);
+    d2.push_back(displs[i]);
+    b2.push_back(bytes[i]);
+  }
+  if (!in_bytes) {
+    check(MPI_Type_indexed(static_cast<int>(l2.size()), l2.data(), d2.data(), c, &t), "indexed");
+  } else {
+    check(MPI_Type_create_hindexed(static_cast<int>(l2.size()), l2.data(), b2.data(), c, &t), "hindexed");
+  }
+  free_type(c);
+  return t;
+}
+
+// indexed_block or hindexed_block: blocks of one length at increasing places, or reversed.
+MPI_Datatype TypeGenerator::indexed_block(std::int64_t n, int depth, bool in_bytes) {
+  const std::int64_t m = pick_divisor(n);
+  const std::int64_t bl = pick_divisor(n / m);
+  const int count = static_cast<int>(n / m / bl);
+  MPI_Datatype c = exact(m, depth - 1), t = MPI_DATATYPE_NULL;
+  const MPI_Aint e = extent_of(c);
+  std::vector<int> displs;
+  std::vector<MPI_Aint> bytes;
+  std::int64_t cursor = uniform(-2, 2);
+  for (int i = 0; i < count; ++i) {
+    cursor += uniform(0, 2);
+    displs.push_back(static_cast<int>(cursor));
+    bytes.push_back(cursor * e);
+    cursor += bl;
+  }
+  if (uniform(0, 1)) {
+    std::reverse(displs.begin(), displs.end());
+    std::reverse(bytes.begin(), bytes.end());
+  }
+  if (!in_bytes) {
+    check(MPI_Type_create_indexed_block(count, static_cast<int>(bl), displs.data(), c, &t), "indexed_block");
+  } else {
+    check(MPI_Type_create_hindexed_block(count, static_cast<int>(bl), bytes.data(), c, &t), "hindexed_block");
+  }
+  free_type(c);
+  return t;
+}
+
+// struct: children with different layouts, placed one after another.
+MPI_Datatype TypeGenerator::struct_of(std::int64_t n, int depth) {
+  auto parts = split(rng_, n, uniform(1, 4));
+  std::vector<MPI_Datatype> children;
+  std::vector<int> lens;
+  std::vector<MPI_Aint> displs;
+  MPI_Aint cursor = uniform(-16, 8);
+  for (int part : parts) {
+    MPI_Datatype c = exact(part, depth - 1);
+    MPI_Aint lo, span;
+    true_span(c, lo, span);
+    cursor += uniform(0, 8);
+    displs.push_back(cursor - lo);
+    cursor += span;
+    children.push_back(c);
+    lens.push_back(1);
+  }
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  check(MPI_Type_create_struct(static_cast<int>(children.size()), lens.data(), displs.data(), children.data(), &t),
+        "struct");
+  for (auto& c : children) free_type(c);
+  return t;
+}
+
+// subarray: n = child(m) x the product of the subsizes, in an array a little larger.
+MPI_Datatype TypeGenerator::subarray(std::int64_t n, int depth) {
+  const std::int64_t m = pick_divisor(n);
+  std::int64_t rest = n / m;
+  const int ndims = uniform(1, 3);
+  std::vector<int> sizes, subsizes, starts;
+  for (int k = 0; k < ndims; ++k) {
+    const std::int64_t s = k == ndims - 1 ? rest : pick_divisor(rest);
+    rest /= s;
+    const int extra = uniform(0, 3);
+    subsizes.push_back(static_cast<int>(s));
+    sizes.push_back(static_cast<int>(s) + extra);
+    starts.push_back(uniform(0, extra));
+  }
+  MPI_Datatype c = exact(m, depth - 1), t = MPI_DATATYPE_NULL;
+  check(MPI_Type_create_subarray(ndims, sizes.data(), subsizes.data(), starts.data(),
+                                 uniform(0, 1) ? MPI_ORDER_C : MPI_ORDER_FORTRAN, c, &t),
+        "subarray");
+  free_type(c);
+  return t;
+}
+
+// resized: the lower bound moved down and the extent grown, so that replication leaves gaps.
+MPI_Datatype TypeGenerator::resized(std::int64_t n, int depth) {
+  MPI_Datatype c = build(n, depth - 1), t = MPI_DATATYPE_NULL;
+  MPI_Aint lb, extent;
+  MPI_Type_get_extent(c, &lb, &extent);
+  const int down = uniform(0, 8);
+  check(MPI_Type_create_resized(c, lb - down, extent + down + uniform(0, 8), &t), "resized");
+  free_type(c);
+  return t;
+}
+
+// dup of a child of n units.
+MPI_Datatype TypeGenerator::dup(std::int64_t n, int depth) {
+  MPI_Datatype c = exact(n, depth - 1), t = MPI_DATATYPE_NULL;
+  check(MPI_Type_dup(c, &t), "dup");
+  free_type(c);
+  return t;
+}
+
+// A type of n units: at depth 0 (and now and then for one unit) the unit or a contiguous run of
+// it, else one of the constructors above, each as likely (the vector and indexed kinds count
+// twice: in elements and in bytes).
 MPI_Datatype TypeGenerator::build(std::int64_t n, int depth) {
   if (depth <= 0 || (n == 1 && uniform(0, 2) == 0)) {
     if (n == 1) return unit_;
@@ -150,151 +310,19 @@ MPI_Datatype TypeGenerator::build(std::int64_t n, int depth) {
     check(MPI_Type_contiguous(static_cast<int>(n), unit_, &t), "contiguous");
     return t;
   }
-  const int kind = uniform(0, 10);
-  MPI_Datatype t = MPI_DATATYPE_NULL;
-  switch (kind) {
-    case 0: {  // contiguous
-      const std::int64_t a = pick_divisor(n);
-      MPI_Datatype c = exact(n / a, depth - 1);
-      check(MPI_Type_contiguous(static_cast<int>(a), c, &t), "contiguous");
-      free_type(c);
-      break;
-    }
-    case 1:
-    case 2: {  // vector / hvector: count x blocklength x child(m)
-      const std::int64_t count = pick_divisor(n);
-      const std::int64_t bl = pick_divisor(n / count);
-      MPI_Datatype c = exact(n / count / bl, depth - 1);
-      int stride = static_cast<int>(bl) + uniform(0, 3);
-      if (count > 1 && uniform(0, 3) == 0 && negative_strides_) stride = -stride;
-      if (kind == 1) {
-        check(MPI_Type_vector(static_cast<int>(count), static_cast<int>(bl), stride, c, &t), "vector");
-      } else {
-        const MPI_Aint bytes = stride * extent_of(c) + (stride < 0 ? -1 : 1) * uniform(0, 5);
-        check(MPI_Type_create_hvector(static_cast<int>(count), static_cast<int>(bl), bytes, c, &t), "hvector");
-      }
-      free_type(c);
-      break;
-    }
-    case 3:
-    case 4: {  // indexed / hindexed: blocks at increasing places, listed in shuffled order
-      const std::int64_t m = pick_divisor(n);
-      MPI_Datatype c = exact(m, depth - 1);
-      auto lens = split(rng_, n / m, uniform(1, 5));
-      const MPI_Aint e = extent_of(c);
-      std::vector<int> displs;
-      std::vector<MPI_Aint> bytes;
-      std::int64_t cursor = uniform(-3, 2);
-      for (int len : lens) {
-        cursor += uniform(0, 2);
-        displs.push_back(static_cast<int>(cursor));
-        bytes.push_back(cursor * e);
-        cursor += len;
-      }
-      std::vector<std::size_t> order(lens.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::shuffle(order.begin(), order.end(), rng_);
-      std::vector<int> l2, d2;
-      std::vector<MPI_Aint> b2;
-      for (auto i : order) {
-        l2.push_back(lens[i]);
-        d2.push_back(displs[i]);
-        b2.push_back(bytes[i]);
-      }
-      if (kind == 3) {
-        check(MPI_Type_indexed(static_cast<int>(l2.size()), l2.data(), d2.data(), c, &t), "indexed");
-      } else {
-        check(MPI_Type_create_hindexed(static_cast<int>(l2.size()), l2.data(), b2.data(), c, &t), "hindexed");
-      }
-      free_type(c);
-      break;
-    }
-    case 5:
-    case 6: {  // indexed_block / hindexed_block
-      const std::int64_t m = pick_divisor(n);
-      const std::int64_t bl = pick_divisor(n / m);
-      const int count = static_cast<int>(n / m / bl);
-      MPI_Datatype c = exact(m, depth - 1);
-      const MPI_Aint e = extent_of(c);
-      std::vector<int> displs;
-      std::vector<MPI_Aint> bytes;
-      std::int64_t cursor = uniform(-2, 2);
-      for (int i = 0; i < count; ++i) {
-        cursor += uniform(0, 2);
-        displs.push_back(static_cast<int>(cursor));
-        bytes.push_back(cursor * e);
-        cursor += bl;
-      }
-      if (uniform(0, 1)) {
-        std::reverse(displs.begin(), displs.end());
-        std::reverse(bytes.begin(), bytes.end());
-      }
-      if (kind == 5) {
-        check(MPI_Type_create_indexed_block(count, static_cast<int>(bl), displs.data(), c, &t), "indexed_block");
-      } else {
-        check(MPI_Type_create_hindexed_block(count, static_cast<int>(bl), bytes.data(), c, &t), "hindexed_block");
-      }
-      free_type(c);
-      break;
-    }
-    case 7: {  // struct of children with different layouts, placed one after another
-      auto parts = split(rng_, n, uniform(1, 4));
-      std::vector<MPI_Datatype> children;
-      std::vector<int> lens;
-      std::vector<MPI_Aint> displs;
-      MPI_Aint cursor = uniform(-16, 8);
-      for (int part : parts) {
-        MPI_Datatype c = exact(part, depth - 1);
-        MPI_Aint lo, span;
-        true_span(c, lo, span);
-        cursor += uniform(0, 8);
-        displs.push_back(cursor - lo);
-        cursor += span;
-        children.push_back(c);
-        lens.push_back(1);
-      }
-      check(MPI_Type_create_struct(static_cast<int>(children.size()), lens.data(), displs.data(), children.data(), &t),
-            "struct");
-      for (auto& c : children) free_type(c);
-      break;
-    }
-    case 8: {  // subarray: n = child(m) x product of subsizes
-      const std::int64_t m = pick_divisor(n);
-      std::int64_t rest = n / m;
-      const int ndims = uniform(1, 3);
-      std::vector<int> sizes, subsizes, starts;
-      for (int k = 0; k < ndims; ++k) {
-        const std::int64_t s = k == ndims - 1 ? rest : pick_divisor(rest);
-        rest /= s;
-        const int extra = uniform(0, 3);
-        subsizes.push_back(static_cast<int>(s));
-        sizes.push_back(static_cast<int>(s) + extra);
-        starts.push_back(uniform(0, extra));
-      }
-      MPI_Datatype c = exact(m, depth - 1);
-      check(MPI_Type_create_subarray(ndims, sizes.data(), subsizes.data(), starts.data(),
-                                     uniform(0, 1) ? MPI_ORDER_C : MPI_ORDER_FORTRAN, c, &t),
-            "subarray");
-      free_type(c);
-      break;
-    }
-    case 9: {  // resized: lower bound moved down, extent grown, so replication leaves gaps
-      MPI_Datatype c = build(n, depth - 1);
-      MPI_Aint lb, extent;
-      MPI_Type_get_extent(c, &lb, &extent);
-      const int down = uniform(0, 8);
-      check(MPI_Type_create_resized(c, lb - down, extent + down + uniform(0, 8), &t), "resized");
-      free_type(c);
-      break;
-    }
-    default: {  // dup
-      MPI_Datatype c = exact(n, depth - 1);
-      check(MPI_Type_dup(c, &t), "dup");
-      free_type(c);
-      break;
-    }
+  switch (uniform(0, 10)) {
+    case 0: return contiguous(n, depth);
+    case 1: return vector(n, depth, false);
+    case 2: return vector(n, depth, true);
+    case 3: return indexed(n, depth, false);
+    case 4: return indexed(n, depth, true);
+    case 5: return indexed_block(n, depth, false);
+    case 6: return indexed_block(n, depth, true);
+    case 7: return struct_of(n, depth);
+    case 8: return subarray(n, depth);
+    case 9: return resized(n, depth);
+    default: return dup(n, depth);
   }
-  return t;
 }
 
 }  // namespace tb::test

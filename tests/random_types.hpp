@@ -37,6 +37,14 @@ class TypeGenerator {
 
  private:
   MPI_Datatype build(std::int64_t n, int depth);  // uncommitted unless predefined
+  MPI_Datatype contiguous(std::int64_t n, int depth);
+  MPI_Datatype vector(std::int64_t n, int depth, bool in_bytes);
+  MPI_Datatype indexed(std::int64_t n, int depth, bool in_bytes);
+  MPI_Datatype indexed_block(std::int64_t n, int depth, bool in_bytes);
+  MPI_Datatype struct_of(std::int64_t n, int depth);
+  MPI_Datatype subarray(std::int64_t n, int depth);
+  MPI_Datatype resized(std::int64_t n, int depth);
+  MPI_Datatype dup(std::int64_t n, int depth);
   std::vector<std::int64_t> divisors(std::int64_t n);
   std::int64_t pick_divisor(std::int64_t n);
   std::mt19937_64 rng_;
