@@ -106,10 +106,9 @@ std::int64_t runs(const std::vector<std::int64_t>& local, const std::vector<std:
   return count;
 }
 
-}  // namespace
-
-CommPattern redistribution_pattern(const std::vector<std::int64_t>& shape, const std::vector<int>& grid_dims,
-                                   int from_axis, int to_axis, std::int64_t element_bytes) {
+// The rank count of `grid_dims`, after checking the redistribution's arguments.
+int checked_ranks(const std::vector<std::int64_t>& shape, const std::vector<int>& grid_dims, int from_axis,
+                  int to_axis) {
   const int d = static_cast<int>(shape.size());
   const int g = static_cast<int>(grid_dims.size());
   if (d < 2 || g < 1 || g > d - 1) throw std::invalid_argument("pattern: need d >= 2 and a grid of 1 to d-1 dimensions");
@@ -124,7 +123,63 @@ CommPattern redistribution_pattern(const std::vector<std::int64_t>& shape, const
   }
   for (auto n : shape)
     if (n < 1) throw std::invalid_argument("pattern: every axis of the shape needs length 1 or more");
-  const Layout in = default_layout(d, g, from_axis);
+  return ranks;
+}
+
+// Rank r's coordinates on the grid (C order: the last grid axis varies fastest).
+std::vector<int> grid_coords(int r, const std::vector<int>& grid_dims) {
+  std::vector<int> c(grid_dims.size());
+  for (int a = static_cast<int>(grid_dims.size()) - 1; a >= 0; --a) {
+    c[a] = r % grid_dims[a];
+    r /= grid_dims[a];
+  }
+  return c;
+}
+
+// Whether two ranks' coordinates differ at most in grid axis q (the redistribution's peers).
+bool same_line(const std::vector<int>& a, const std::vector<int>& b, int q) {
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (static_cast<int>(k) != q && a[k] != b[k]) return false;
+  return true;
+}
+
+// The sizes of the overlap of the boxes [s_in, s_in + n_in) and [s_out, s_out + n_out), per axis.
+std::vector<std::int64_t> overlap(const std::vector<std::int64_t>& s_in, const std::vector<std::int64_t>& n_in,
+                                  const std::vector<std::int64_t>& s_out, const std::vector<std::int64_t>& n_out) {
+  std::vector<std::int64_t> size(s_in.size());
+  for (std::size_t k = 0; k < size.size(); ++k) {
+    const std::int64_t lo = std::max(s_in[k], s_out[k]);
+    const std::int64_t hi = std::min(s_in[k] + n_in[k], s_out[k] + n_out[k]);
+    size[k] = std::max<std::int64_t>(0, hi - lo);
+  }
+  return size;
+}
+
+// The sub-communicators: ranks that differ only in grid axis q, in rank order.
+std::vector<std::vector<int>> grid_lines(int ranks, const std::vector<int>& grid_dims, int q) {
+  std::map<std::vector<int>, std::vector<int>> lines;
+  for (int r = 0; r < ranks; ++r) {
+    auto key = grid_coords(r, grid_dims);
+    key[q] = 0;
+    lines[key].push_back(r);
+  }
+  std::vector<std::vector<int>> out;
+  for (auto& [key, members] : lines) out.push_back(std::move(members));
+  return out;
+}
+
+std::string joined(const auto& values) {
+  std::string text;
+  for (auto n : values) text += (text.empty() ? "" : "x") + std::to_string(n);
+  return text;
+}
+
+}  // namespace
+
+CommPattern redistribution_pattern(const std::vector<std::int64_t>& shape, const std::vector<int>& grid_dims,
+                                   int from_axis, int to_axis, std::int64_t element_bytes) {
+  const int ranks = checked_ranks(shape, grid_dims, from_axis, to_axis);
+  const Layout in = default_layout(static_cast<int>(shape.size()), static_cast<int>(grid_dims.size()), from_axis);
   if (in.grid_axis_of[to_axis] < 0)
     throw std::invalid_argument("pattern: axis " + std::to_string(to_axis) + " is not distributed in the input pencil");
   Layout out = in;
@@ -132,51 +187,26 @@ CommPattern redistribution_pattern(const std::vector<std::int64_t>& shape, const
   out.grid_axis_of[to_axis] = -1;
   out.grid_axis_of[from_axis] = q;
 
-  auto coords_of = [&](int r) {
-    std::vector<int> c(static_cast<std::size_t>(g));
-    for (int a = g - 1; a >= 0; --a) {
-      c[a] = r % grid_dims[a];
-      r /= grid_dims[a];
-    }
-    return c;
-  };
   CommPattern p(ranks);
   std::vector<std::int64_t> s_in, n_in, s_out, n_out;
   for (int src = 0; src < ranks; ++src) {
-    const auto cs = coords_of(src);
+    const auto cs = grid_coords(src, grid_dims);
     local_box(shape, in, grid_dims, cs, s_in, n_in);
     for (int dst = 0; dst < ranks; ++dst) {
-      const auto cd = coords_of(dst);
-      bool same_line = true;  // peers differ only in grid axis q
-      for (int a = 0; a < g; ++a)
-        if (a != q && cs[a] != cd[a]) same_line = false;
-      if (!same_line) continue;
+      const auto cd = grid_coords(dst, grid_dims);
+      if (!same_line(cs, cd, q)) continue;
       local_box(shape, out, grid_dims, cd, s_out, n_out);
-      std::vector<std::int64_t> bsize(shape.size());
+      const auto box = overlap(s_in, n_in, s_out, n_out);
       std::int64_t elems = 1;
-      for (std::size_t k = 0; k < shape.size(); ++k) {
-        const std::int64_t lo = std::max(s_in[k], s_out[k]);
-        const std::int64_t hi = std::min(s_in[k] + n_in[k], s_out[k] + n_out[k]);
-        bsize[k] = std::max<std::int64_t>(0, hi - lo);
-        elems *= bsize[k];
-      }
+      for (auto n : box) elems *= n;
       if (elems == 0) continue;
-      p.at(src, dst) = {elems * element_bytes, runs(n_in, bsize), runs(n_out, bsize)};
+      p.at(src, dst) = {elems * element_bytes, runs(n_in, box), runs(n_out, box)};
     }
   }
-  // The sub-communicators: ranks that differ only in grid axis q, in rank order.
-  std::map<std::vector<int>, std::vector<int>> lines;
-  for (int r = 0; r < ranks; ++r) {
-    auto key = coords_of(r);
-    key[q] = 0;
-    lines[key].push_back(r);
-  }
-  for (auto& [key, members] : lines) p.communicators.push_back(std::move(members));
-  std::string shape_text, grid_text;
-  for (auto n : shape) shape_text += (shape_text.empty() ? "" : "x") + std::to_string(n);
-  for (auto n : grid_dims) grid_text += (grid_text.empty() ? "" : "x") + std::to_string(n);
-  p.description = "redistribution " + shape_text + " on grid " + grid_text + ", axis " + std::to_string(from_axis) +
-                  " -> " + std::to_string(to_axis) + ", " + std::to_string(element_bytes) + " B elements";
+  p.communicators = grid_lines(ranks, grid_dims, q);
+  p.description = "redistribution " + joined(shape) + " on grid " + joined(grid_dims) + ", axis " +
+                  std::to_string(from_axis) + " -> " + std::to_string(to_axis) + ", " + std::to_string(element_bytes) +
+                  " B elements";
   return p;
 }
 
