@@ -389,7 +389,6 @@ double Network::phase_time_s(const std::vector<Message>& messages) const {
   return 0.0;
 }
 
-// The host network's line: its message model, then each measured term it prices.
 namespace {
 
 std::string bytes_text(double bytes) {
@@ -433,11 +432,19 @@ std::vector<Network::TermValue> Network::host_values_at(double bytes, double tra
   if (!h.fresh.empty()) out.push_back({"fresh_messages", "extra of a fresh message", h.fresh_message_s(bytes)});
   if (!h.gets.empty()) out.push_back({"zero_copy_gets", "one zero-copy get", h.gets.time_s(bytes)});
   add_table_values(out, "cold_messages", "extra of a cold message", h.cold.table, bytes, traffic_bytes, "traffic");
-  add_table_values(out, "cold_self_messages", "extra of a cold self message", h.self_cold.table, bytes,
-                   traffic_bytes, "traffic");
+  if (!h.self_measured.empty())  // the model prices no cold extra on a self message it takes for a memcpy
+    add_table_values(out, "cold_self_messages", "extra of a cold self message", h.self_cold.table, bytes,
+                     traffic_bytes, "traffic");
+  if (has_library_) {  // the engine's pass over the bytes, as the model charges it without measured extras
+    const double blocks = block_bytes > 0 ? std::max(1.0, bytes / block_bytes) : 1.0;
+    out.push_back({"library_engine",
+                   block_bytes > 0 ? "the library's pack, block " + bytes_text(block_bytes) : "the library's pack",
+                   library_.copy_time_s(bytes, blocks, bytes)});
+  }
   return out;
 }
 
+// The host network's line: its message model, then each measured term it prices.
 void Network::describe_host(std::ostream& s) const {
   if (host_.is_measured()) {
     const double last = host_.measured.seconds_by_bytes.back().first;

@@ -82,9 +82,11 @@ class Network {
     double seconds;
   };
   // Every measured host quantity at a message of `bytes` (empty for other kinds): the message and
-  // self-message times, the measured extras (fresh, handoff, per get), and the tables' extras at
+  // self-message times, the measured extras (fresh, handoff, per get), the tables' extras at
   // `traffic_bytes` (cold) and `block_bytes` (non-contiguous), where these are above 0, else at
-  // each measured traffic or block size. Read as the cost model reads them.
+  // each measured traffic or block size, and the library engine's pack of the bytes (in blocks of
+  // `block_bytes`, else contiguous). Read as the cost model reads them; a term switched off
+  // (Network::drop_*) is left out, or read as the model then reads it (the fit for m(L)).
   std::vector<TermValue> host_values_at(double bytes, double traffic_bytes = 0, double block_bytes = 0) const;
 
   // Seconds for one phase of concurrent messages (self messages ignored).

@@ -7,6 +7,7 @@
 //     with overflow-safe arithmetic before anything is allocated.
 //   - check_grid: the process grid against the array's axes and the job's ranks.
 //   - finite_range: a CLI11 validator for floating-point options (CLI::Range lets NaN through).
+//   - parse_size: a size in bytes with an optional K, M or G.
 //   - use_tool_errors: CLI11's parse errors as "<tool>: error: <option>: <problem>".
 #pragma once
 
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -134,6 +136,27 @@ inline void check_grid(const std::string& option, const std::vector<int>& grid, 
   if (any_free ? ranks % fixed != 0 : fixed != ranks)
     throw std::invalid_argument(option + ": grid " + join(grid, "x") + " needs " + (any_free ? "a multiple of " : "") +
                                 std::to_string(fixed) + " ranks, the job has " + std::to_string(ranks));
+}
+
+// "64", "4K", "16M": bytes (K, M, G: powers of 1024), at least 1 and at most 1 G, checked before
+// scaling (so no overflow); `what` names the bytes in the error over the limit.
+inline std::int64_t parse_size(const std::string& text, const std::string& option,
+                               const std::string& what = "bytes per peer") {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  const std::string suffix(end, text.data() + text.size());
+  if (ec != std::errc{} || end == text.data())
+    throw std::invalid_argument(option + ": '" + text + "' is not a size (bytes, e.g. 64, 4K, 16M)");
+  std::int64_t scale = 1;
+  if (suffix == "K" || suffix == "k") scale = 1 << 10;
+  else if (suffix == "M" || suffix == "m") scale = 1 << 20;
+  else if (suffix == "G" || suffix == "g") scale = 1 << 30;
+  else if (!suffix.empty())
+    throw std::invalid_argument(option + ": unknown size suffix '" + suffix + "' in '" + text + "' (use K, M or G)");
+  if (v < 1) throw std::invalid_argument(option + ": sizes must be at least 1 byte, got '" + text + "'");
+  if (v > (std::int64_t{1} << 30) / scale)
+    throw std::invalid_argument(option + ": '" + text + "' is more than the limit of 1G " + what);
+  return v * scale;
 }
 
 // A CLI11 validator: a finite number in [low, high].

@@ -92,30 +92,11 @@ struct Options {
 
 bool is_redistribution_layout(const std::string& layout) { return layout == "slab" || layout == "pencil"; }
 
-// "64", "4K", "16M": bytes, at least 1 and at most 1 G (checked before scaling, so no overflow).
-std::int64_t parse_size(const std::string& text, const std::string& option = "-m") {
-  std::int64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  const std::string suffix(end, text.data() + text.size());
-  if (ec != std::errc{} || end == text.data())
-    throw std::invalid_argument(option + ": '" + text + "' is not a size (bytes, e.g. 64, 4K, 16M)");
-  std::int64_t scale = 1;
-  if (suffix == "K" || suffix == "k") scale = 1 << 10;
-  else if (suffix == "M" || suffix == "m") scale = 1 << 20;
-  else if (suffix == "G" || suffix == "g") scale = 1 << 30;
-  else if (!suffix.empty())
-    throw std::invalid_argument(option + ": unknown size suffix '" + suffix + "' in '" + text + "' (use K, M or G)");
-  if (v < 1) throw std::invalid_argument(option + ": sizes must be at least 1 byte, got '" + text + "'");
-  if (v > (std::int64_t{1} << 30) / scale)
-    throw std::invalid_argument(option + ": '" + text + "' is more than the limit of 1G bytes per peer");
-  return v * scale;
-}
-
 // vector<B>: B-byte blocks at a 2B stride; B a power of two.
 std::int64_t block_bytes(const std::string& layout) {
   std::int64_t b = 0;
   try {
-    b = layout.size() > 6 ? parse_size(layout.substr(6), "--layouts") : 0;
+    b = layout.size() > 6 ? tb::parse_size(layout.substr(6), "--layouts") : 0;
   } catch (const std::exception&) {
     b = 0;
   }
@@ -386,8 +367,8 @@ struct Plan {
 Plan validate(const Options& opt) {
   Plan plan;
   const auto colon = opt.range.find(':');
-  plan.lo = parse_size(opt.range.substr(0, colon));
-  plan.hi = colon == std::string::npos ? plan.lo : parse_size(opt.range.substr(colon + 1));
+  plan.lo = tb::parse_size(opt.range.substr(0, colon), "-m");
+  plan.hi = colon == std::string::npos ? plan.lo : tb::parse_size(opt.range.substr(colon + 1), "-m");
   if (plan.hi < plan.lo) throw std::invalid_argument("-m " + opt.range + ": max below min");
   if ((plan.lo & (plan.lo - 1)) != 0)
     throw std::invalid_argument("-m " + opt.range + ": the minimum must be a power of two");

@@ -5,6 +5,7 @@
 #include "fpga_transport/beff.hpp"
 #include "fpga_transport/hpcc_reference.hpp"
 #include "fpga_transport/link_models.hpp"
+#include "fpga_transport/model_terms.hpp"
 #include "fpga_transport/network.hpp"
 #include "fpga_transport/pattern.hpp"
 
@@ -126,7 +127,11 @@ TEST(HostMessage, JsonRoundTripKeepsEveryMeasuredCurve) {
 // 4096 B and 8k us at 65536 B, so at 34816 B (halfway) it is 4.5k us. The send extras are
 // measured at 64 B (curve 3) and 4096 B blocks (curve 4): at 512 B, halfway on log B, 15.75 us;
 // without a block size, one row each, 13.5 and 18 us. The cold extras at 1 MiB (12) and 4 MiB (13)
-// of traffic: at 2 MiB, halfway on log T, 56.25 us. The handoff in pieces is curve 9 alone.
+// of traffic: at 2 MiB, halfway on log T, 56.25 us. The handoff in pieces is curve 9 alone. The
+// library engine (1 GB/s + 1 ns per block) packs 34816 B in 68 blocks of 512 B: 34.884 us. At
+// 1024 B, below the curves, a time is its first point's (k us) and an extra scales to 0 at 0 bytes
+// (k/4 us); at 131072 B, beyond them, the message is the last point plus the fit's beta per byte
+// (8 + 65536 x 1e-4 us = 14.5536 us), where an extra continues its last segment (8k + 7k/15 x 16).
 TEST(HostMessage, ValuesAtReadEveryMeasuredCurveAsTheModelDoes) {
   auto curve = [](int k) { return nlohmann::json{{4096.0, k * 1e-6}, {65536.0, k * 8e-6}}; };
   auto row = [&](const char* key, double at, int k) {
@@ -147,7 +152,8 @@ TEST(HostMessage, ValuesAtReadEveryMeasuredCurveAsTheModelDoes) {
       {"get_seconds_by_bytes", curve(11)},
       {"cold_message_extra_seconds", {row("traffic_bytes", 1 << 20, 12), row("traffic_bytes", 4 << 20, 13)}},
       {"cold_self_message_extra_seconds", {row("traffic_bytes", 4 << 20, 14)}}};
-  const Network net = Network::from_json({{"kind", "host"}, {"host", host}}, 2);
+  const Network net = Network::from_json(
+      {{"kind", "host"}, {"host", host}, {"library", {{"copy_bandwidth_bytes_per_s", 1e9}, {"per_block_s", 1e-9}}}}, 2);
   auto seconds = [](const std::vector<Network::TermValue>& values) {
     std::vector<std::pair<std::string, double>> out;
     for (const auto& v : values) out.emplace_back(v.term, v.seconds * 1e6);
@@ -158,7 +164,7 @@ TEST(HostMessage, ValuesAtReadEveryMeasuredCurveAsTheModelDoes) {
       {"noncontiguous_messages", 22.5},    {"noncontiguous_self_messages", 27},
       {"noncontiguous_self_messages", 31.5}, {"node_handoff", 36},       {"node_handoff_pieces", 40.5},
       {"fresh_messages", 45},              {"zero_copy_gets", 49.5},     {"cold_messages", 56.25},
-      {"cold_self_messages", 63}};
+      {"cold_self_messages", 63},          {"library_engine", 34.884}};
   const auto got = seconds(net.host_values_at(34816, 2 << 20, 512));
   ASSERT_EQ(got.size(), at_point.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -172,6 +178,25 @@ TEST(HostMessage, ValuesAtReadEveryMeasuredCurveAsTheModelDoes) {
   EXPECT_NEAR(rows[3].seconds * 1e6, 18, 1e-9);
   EXPECT_NE(rows[3].what.find("block 4 KiB"), std::string::npos) << rows[3].what;
   EXPECT_NE(rows[12].what.find("traffic 4 MiB"), std::string::npos) << rows[12].what;
+  // Times and extras part below and beyond the measured sizes.
+  const auto below = seconds(net.host_values_at(1024, 2 << 20, 512));
+  EXPECT_NEAR(below[0].second, 1, 1e-9);         // m: the first point's time
+  EXPECT_NEAR(below[1].second, 2, 1e-9);         // s: likewise
+  EXPECT_NEAR(below[7].second, 9 / 4.0, 1e-9);   // the handoff in pieces: an extra, scaled
+  EXPECT_NEAR(below[8].second, 10 / 4.0, 1e-9);  // the fresh extra
+  EXPECT_NEAR(below[9].second, 11, 1e-9);        // one get: a time
+  const auto beyond = seconds(net.host_values_at(131072, 2 << 20, 512));
+  EXPECT_NEAR(beyond[0].second, 14.5536, 1e-9);              // m: the fit beyond the curve
+  EXPECT_NEAR(beyond[8].second, 80 + 70.0 / 15 * 16, 1e-9);  // the fresh extra: its last segment on
+  // A term switched off is left out, or read as the model then reads it.
+  std::vector<Network> without{net};
+  MemoryModel unused;
+  switch_off("measured_messages", without, unused);
+  switch_off("cold_messages", without, unused);
+  const auto switched = without[0].host_values_at(34816, 2 << 20, 512);
+  EXPECT_EQ(switched[0].term, "(Hockney fit)");
+  EXPECT_NEAR(switched[0].seconds, 5e-7 + 1e-10 * 34816, 1e-15);
+  EXPECT_EQ(switched.size(), at_point.size() - 1);
   // A host with the fit alone has one value; a network of another kind none.
   const Network fit =
       Network::from_json({{"kind", "host"}, {"host", {{"alpha_s", 1e-6}, {"beta_s_per_byte", 1e-9}}}}, 2);

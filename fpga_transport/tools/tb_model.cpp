@@ -138,7 +138,7 @@ struct Options {
   std::vector<std::string> networks, algorithms;
   std::string overheads_file;
   bool beff = false, breakdown = false;
-  double values_at = 0, traffic = 0, block = 0;  // --values-at and its two table keys (0: unset)
+  std::string values_at, traffic, block;  // --values-at and its two table keys (empty: unset)
   double pack_below = 4096;
   std::string buffers = "private";
   std::vector<std::string> without;
@@ -150,24 +150,22 @@ const std::string& network_dir() {
   return dir;
 }
 
-// --values-at and the table keys it reads at.
+// --values-at and the table keys it reads at; the options of a prediction do not go with it.
 void add_values_options(CLI::App& app, Options& o) {
   auto* at = app.add_option("--values-at", o.values_at,
                             "print each --network's measured host quantities at a message of this many bytes "
-                            "(e.g. 64K), each with the term that uses it, and exit (default network: host_calibrated)")
-                 ->transform(CLI::AsSizeValue(false))
-                 ->check(tb::finite_range(1, 1e15));
+                            "(64, 4K, 16M), each with the term that uses it (--without applies), and exit "
+                            "(default network: host_calibrated)");
+  for (const char* prediction : {"--pattern", "--memory", "--save-memory", "--csv", "--overheads", "--beff",
+                                 "--breakdown", "--algorithm"})
+    at->excludes(app.get_option(prediction));
   app.add_option("--traffic", o.traffic,
                  "with --values-at: read the cold-message tables after this many bytes of a rank's memory traffic "
                  "(default: at each measured traffic)")
-      ->transform(CLI::AsSizeValue(false))
-      ->check(tb::finite_range(1, 1e15))
       ->needs(at);
   app.add_option("--block", o.block,
-                 "with --values-at: read the non-contiguous tables at this many bytes per contiguous block "
-                 "(default: at each measured block size)")
-      ->transform(CLI::AsSizeValue(false))
-      ->check(tb::finite_range(1, 1e15))
+                 "with --values-at: read the non-contiguous tables and the library's pack at this many bytes per "
+                 "contiguous block (default: each measured block size; the pack contiguous)")
       ->needs(at);
 }
 
@@ -236,16 +234,25 @@ void list_terms() {
     std::printf("%-18s %s\n%-18s   source: %s\n", t.name.c_str(), t.adds.c_str(), "", t.source.c_str());
 }
 
-// --values-at: each network's measured host quantities at one message size, in microseconds.
+// --values-at: each network's measured host quantities at one message size, in microseconds,
+// with the terms --without names switched off.
 void print_values_at(Options& o) {
+  const double bytes = static_cast<double>(tb::parse_size(o.values_at, "--values-at", "bytes"));
+  const double traffic = o.traffic.empty() ? 0.0 : static_cast<double>(tb::parse_size(o.traffic, "--traffic", "bytes"));
+  const double block = o.block.empty() ? 0.0 : static_cast<double>(tb::parse_size(o.block, "--block", "bytes"));
   if (o.networks.empty()) o.networks.push_back(network_dir() + "host_calibrated.json");
   for (const auto& file : o.networks) {
-    const auto net = tb::fpga::Network::from_file(file, 2);  // the host's measurements do not depend on ranks
-    const auto values = net.host_values_at(o.values_at, o.traffic, o.block);
-    std::printf("%s (%s) at L = %.0f B:\n", net.name().c_str(), file.c_str(), o.values_at);
+    std::vector<tb::fpga::Network> net{tb::fpga::Network::from_file(file, 2)};  // its measurements know no ranks
+    tb::fpga::MemoryModel unused;
+    for (const auto& term : o.without) tb::fpga::switch_off(term, net, unused);
+    const auto values = net[0].host_values_at(bytes, traffic, block);
+    std::printf("%s (%s) at L = %.0f B%s%s:\n", net[0].name().c_str(), file.c_str(), bytes,
+                o.without.empty() ? "" : ", terms switched off: ", tb::join(o.without, ", ").c_str());
     if (values.empty()) std::printf("  not a host network: no measured host quantities\n");
+    std::size_t width = 0;
+    for (const auto& v : values) width = std::max(width, v.what.size());
     for (const auto& v : values)
-      std::printf("  %-28s %-58s %12.3f us\n", v.term.c_str(), v.what.c_str(), v.seconds * 1e6);
+      std::printf("  %-28s %-*s %12.3f us\n", v.term.c_str(), static_cast<int>(width), v.what.c_str(), v.seconds * 1e6);
   }
 }
 
@@ -532,7 +539,7 @@ int run(Options& o) {
     return 0;
   }
   check_terms(o.without);
-  if (o.values_at > 0) {
+  if (!o.values_at.empty()) {
     print_values_at(o);
     return 0;
   }
