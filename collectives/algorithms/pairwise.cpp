@@ -159,8 +159,10 @@ PreparedPairwise::PreparedPairwise(const AlltoallwArgs& a, const AlltoallwComm& 
 // (prepare() checked), so both skip it. The step's requests: the receive first, then the send.
 void PreparedPairwise::add_step(int dst, int src) {
   const AlltoallwArgs& a = args_;
-  const Step step{dst, src, bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0,
-                  bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0};
+  const Step step{.dst = dst,
+                  .src = src,
+                  .sends = bytes_of(a.sendcounts[dst], a.sendtypes[dst]) > 0,
+                  .receives = bytes_of(a.recvcounts[src], a.recvtypes[src]) > 0};
   step_begin_.push_back(step_begin_.back() + int{step.sends} + int{step.receives});
   steps_.push_back(step);
 }
