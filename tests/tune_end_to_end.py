@@ -82,9 +82,10 @@ def check_slab(options, table, table_path):
 
 def check_prepared_bands(options):
     """A blocking-only sweep (no persistent entries) whose one-algorithm rule takes every node layout
-    (any algorithm within 100x of the fastest qualifies): the blocking entries are one band per class
-    with the rule's reason, the per-size bands stay as "prepared" entries, and auto's prepared calls
-    name those bands while its blocking calls name the one algorithm."""
+    (WITHIN 100: any algorithm within 101x of the fastest qualifies): the blocking entries are one
+    band per class with the rule's reason; the per-size bands stay as "prepared" entries, adjacent
+    from 0 to unbounded, each band's algorithm the fastest (smallest worst ratio) at every size it
+    covers; auto's prepared calls name those bands while its blocking calls name the one algorithm."""
     table_path = os.path.join(options.out, "tuning-prepared.json")
     status = tune.main(["--build", options.build, "--mpi", options.mpi, "-n", "2", "--nodes", "1,2", "-m", "1:256",
                         "--layouts", "contiguous", "--min-time", "0.001", "--one-algorithm", "0.01,100,100",
@@ -102,6 +103,14 @@ def check_prepared_bands(options):
               f"{nodes} node(s): the rule takes the node layout: {blocking}")
         check(prepared and prepared[0]["bytes_per_peer"][0] == 0 and prepared[-1]["bytes_per_peer"][1] is None,
               f"{nodes} node(s): per-size bands kept as prepared entries: {prepared}")
+        for a, b in zip(prepared, prepared[1:]):
+            check(a["bytes_per_peer"][1] + 1 == b["bytes_per_peer"][0], f"{nodes} node(s): prepared bands adjacent")
+        for band in prepared:
+            ratios = band["worst_over_fastest"]
+            for i, size in enumerate(band["sizes"]):
+                best = min(r[i] for r in ratios.values() if r[i] is not None)
+                check(ratios[band["algorithm"]][i] == best,
+                      f"{nodes} node(s): prepared band {band['bytes_per_peer']} runs the fastest at {size} B: {ratios}")
         for calls, prefix, kind in (("blocking", "auto -> ", "blocking"),
                                     ("persistent", "auto (per-size bands for prepared calls) -> ", "prepared")):
             chosen = choice_at(table, nodes, "contiguous", 64, kind)
