@@ -238,6 +238,72 @@ void record_states(benchmark::State& state, StateProbes& probes, double handoff_
   }
 }
 
+// The call one benchmark times: a redistribution (slab, pencil) or an Alltoallw of a layout, in
+// its blocking or its prepared form (prepared outside the timing).
+class TimedCall {
+ public:
+  TimedCall(const std::string& algorithm_name, const std::string& layout, std::int64_t bytes, bool persistent,
+            const Options& opt) {
+    if (is_redistribution_layout(layout)) {
+      redistribution_ = std::make_unique<RedistributionCase>(
+          layout, bytes, algorithm_name, persistent ? tb::AlltoallwCalls::persistent : tb::AlltoallwCalls::blocking);
+      if (persistent) {
+        // A persistent redistribution runs its first call blocking and prepares at its second (the
+        // same arrays again): both outside the timing, as prepare() below is for the other layouts.
+        redistribution_->run();
+        redistribution_->run();
+      }
+      return;
+    }
+    case_ = std::make_unique<Case>(MPI_COMM_WORLD, layout, bytes, opt.buffers == "shared");
+    algorithm_ = tb::make_alltoallw(algorithm_name);
+    if (persistent) prepared_ = algorithm_->prepare(case_->args());
+  }
+  void run() {
+    if (redistribution_) redistribution_->run();
+    else if (prepared_) prepared_->start();
+    else algorithm_->run(case_->args());
+  }
+  bool is_redistribution() const { return redistribution_ != nullptr; }
+  std::string label() const {
+    if (redistribution_) return redistribution_->plan->method();
+    return prepared_ ? prepared_->last_path() : algorithm_->last_path();
+  }
+  // The benchmark's counters: ranks, peers per rank and the send side's bytes per block.
+  void set_counters(benchmark::State& state) const {
+    state.counters["ranks"] = redistribution_ ? redistribution_->ranks : case_->ranks();
+    state.counters["peers"] = redistribution_ ? redistribution_->peers : case_->ranks();
+    state.counters["block_bytes"] =
+        static_cast<double>(redistribution_ ? redistribution_->block_bytes : case_->send_block_bytes());
+  }
+
+ private:
+  std::unique_ptr<Case> case_;
+  std::unique_ptr<RedistributionCase> redistribution_;
+  std::unique_ptr<tb::AlltoallwAlgorithm> algorithm_;
+  std::unique_ptr<tb::PreparedAlltoallw> prepared_;
+};
+
+// One iteration's time: the slowest rank's of one call after a barrier, or with --paper the
+// testbed's timing method (several calls per iteration; its fastest is the iteration's time).
+template <class Op>
+void time_iteration(benchmark::State& state, const Options& opt, Op& op) {
+  if (opt.paper) {
+    const tb::Timing t = tb::time_collective(MPI_COMM_WORLD, {3, 50, opt.paper_max_seconds, 5}, op);
+    state.SetIterationTime(t.fastest());
+    state.counters["fastest_s"] = t.fastest();
+    state.counters["median_s"] = t.median();
+    state.counters["outer"] = static_cast<double>(t.seconds_per_op.size());
+    return;
+  }
+  TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  const double t0 = MPI_Wtime();
+  op();
+  double t = MPI_Wtime() - t0, slowest = 0;
+  TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  state.SetIterationTime(slowest);
+}
+
 void run_benchmark(benchmark::State& state, const std::string& algorithm_name, const std::string& layout,
                    std::int64_t bytes, bool persistent, const Options& opt, StateProbes* probes) {
   try {
@@ -245,58 +311,22 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
     // iteration count, so the probes run several times per benchmark (with --state-probes off, not at all).
     const double handoff_before = probes ? tb::handoff_ratio(probes->handoff.measure()) : -1;
     const double vector_before = probes ? tb::handoff_ratio(probes->vector.measure()) : -1;
-    std::unique_ptr<Case> c;
-    std::unique_ptr<RedistributionCase> r;
-    std::unique_ptr<tb::AlltoallwAlgorithm> algorithm;
-    std::unique_ptr<tb::PreparedAlltoallw> prepared;
-    if (is_redistribution_layout(layout)) {
-      r = std::make_unique<RedistributionCase>(
-          layout, bytes, algorithm_name, persistent ? tb::AlltoallwCalls::persistent : tb::AlltoallwCalls::blocking);
-    } else {
-      c = std::make_unique<Case>(MPI_COMM_WORLD, layout, bytes, opt.buffers == "shared");
-      algorithm = tb::make_alltoallw(algorithm_name);
-      if (persistent) prepared = algorithm->prepare(c->args());  // once, outside the timing
-    }
+    TimedCall call(algorithm_name, layout, bytes, persistent, opt);
     std::int64_t calls = 0;  // the calls made since the timing began (--paper makes several per iteration)
     auto op = [&] {
       ++calls;
-      if (r) r->run();
-      else if (prepared) prepared->start();
-      else algorithm->run(c->args());
+      call.run();
     };
-    if (r && persistent) {
-      // A persistent redistribution runs its first call blocking and prepares at its second (the
-      // same arrays again): both outside the timing, as prepare() above is for the other layouts.
-      r->run();
-      r->run();
-    }
     for (int i = 0; i < opt.warmup; ++i) op();  // warm: caches, windows, first touch
     calls = 0;
     const std::int64_t agreements = tb::redistribution_agreements();
-    for (auto _ : state) {
-      if (opt.paper) {
-        const tb::Timing t = tb::time_collective(MPI_COMM_WORLD, {3, 50, opt.paper_max_seconds, 5}, op);
-        state.SetIterationTime(t.fastest());
-        state.counters["fastest_s"] = t.fastest();
-        state.counters["median_s"] = t.median();
-        state.counters["outer"] = static_cast<double>(t.seconds_per_op.size());
-        continue;
-      }
-      TB_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-      const double t0 = MPI_Wtime();
-      op();
-      double t = MPI_Wtime() - t0, slowest = 0;
-      TB_MPI_CHECK(MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-      state.SetIterationTime(slowest);
-    }
+    for (auto _ : state) time_iteration(state, opt, op);
     if (probes) record_states(state, *probes, handoff_before, vector_before);
-    if (r)  // the redistribution's agreements on its arrays inside the timed calls (0 once prepared forms rebind)
+    if (call.is_redistribution())  // its agreements on its arrays inside the timed calls (0 once prepared forms rebind)
       state.counters["agreements_per_call"] = static_cast<double>(tb::redistribution_agreements() - agreements) /
                                               static_cast<double>(std::max<std::int64_t>(1, calls));
-    state.SetLabel(r ? r->plan->method() : prepared ? prepared->last_path() : algorithm->last_path());
-    state.counters["ranks"] = r ? r->ranks : c->ranks();
-    state.counters["peers"] = r ? r->peers : c->ranks();
-    state.counters["block_bytes"] = static_cast<double>(r ? r->block_bytes : c->send_block_bytes());
+    state.SetLabel(call.label());
+    call.set_counters(state);
   } catch (const std::exception& e) {
     // The other ranks may wait in a collective: end the job with the reason rather than hang.
     int rank = 0;
@@ -466,6 +496,42 @@ void register_benchmarks(const Options& opt, const Plan& plan, StateProbes* prob
   }
 }
 
+// Google Benchmark would answer --help with its own flags only: ours, then a word on its.
+bool print_help(const std::vector<char*>& args, CLI::App& app, int rank) {
+  auto is_help = [](const char* a) { return !std::strcmp(a, "--help") || !std::strcmp(a, "-h"); };
+  if (std::none_of(args.begin(), args.end(), is_help)) return false;
+  if (rank == 0)
+    std::printf("%s\nGoogle Benchmark's flags are accepted too: --benchmark_repetitions=N, --benchmark_min_time=S, "
+                "--benchmark_filter=REGEX, --benchmark_out=FILE, --benchmark_out_format=json|csv, "
+                "--benchmark_list_tests=true, ...\n",
+                app.help().c_str());
+  return true;
+}
+
+// After parsing: the settings table, the algorithm list, or the benchmarks (rank 0 reports).
+void run(const Options& opt, bool list, bool list_settings, const std::vector<char*>& args, int rank) {
+  if (list_settings) {
+    if (rank == 0) std::printf("%s", tb::settings_table().c_str());
+    return;
+  }
+  tb::check_settings();
+  const Plan plan = validate(opt);
+  if (list) {
+    if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
+    return;
+  }
+  tb::check_writable(MPI_COMM_WORLD, "--benchmark_out", benchmark_out(args));
+  std::unique_ptr<StateProbes> probes;  // freed before MPI_Finalize, unlike the registered benchmarks
+  if (opt.state_probes == "on") probes = std::make_unique<StateProbes>(MPI_COMM_WORLD);
+  register_benchmarks(opt, plan, probes.get());
+  if (rank == 0) {
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    SilentReporter silent;
+    benchmark::RunSpecifiedBenchmarks(&silent);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -490,13 +556,7 @@ int main(int argc, char** argv) {
   tb::use_tool_errors(app, "tb-bench");
   bool list = false, list_settings = false;
   add_options(app, opt, list, list_settings);
-  // Google Benchmark would answer --help with its own flags only.
-  if (std::any_of(args.begin(), args.end(), [](const char* a) { return !std::strcmp(a, "--help") || !std::strcmp(a, "-h"); })) {
-    if (rank == 0)
-      std::printf("%s\nGoogle Benchmark's flags are accepted too: --benchmark_repetitions=N, --benchmark_min_time=S, "
-                  "--benchmark_filter=REGEX, --benchmark_out=FILE, --benchmark_out_format=json|csv, "
-                  "--benchmark_list_tests=true, ...\n",
-                  app.help().c_str());
+  if (print_help(args, app, rank)) {
     MPI_Finalize();
     return 0;
   }
@@ -504,26 +564,7 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     app.parse(n, args.data());
-    if (list_settings) {
-      if (rank == 0) std::printf("%s", tb::settings_table().c_str());
-    } else {
-      tb::check_settings();
-      const Plan plan = validate(opt);
-      if (list) {
-        if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
-      } else {
-        tb::check_writable(MPI_COMM_WORLD, "--benchmark_out", benchmark_out(args));
-        std::unique_ptr<StateProbes> probes;  // freed before MPI_Finalize, unlike the registered benchmarks
-        if (opt.state_probes == "on") probes = std::make_unique<StateProbes>(MPI_COMM_WORLD);
-        register_benchmarks(opt, plan, probes.get());
-        if (rank == 0) {
-          benchmark::RunSpecifiedBenchmarks();
-        } else {
-          SilentReporter silent;
-          benchmark::RunSpecifiedBenchmarks(&silent);
-        }
-      }
-    }
+    run(opt, list, list_settings, args, rank);
   } catch (const CLI::ParseError& e) {
     code = rank == 0 ? app.exit(e) : 2;
     if (code == 0 && e.get_exit_code() != 0) code = 2;
