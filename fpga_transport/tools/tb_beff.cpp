@@ -586,11 +586,8 @@ tb::fpga::MemoryModel measure_pack() {
   return library;
 }
 
-void print_report(const Options& opt, int size, const nlohmann::json& meta, const Exchanges& x, const Beff& b,
-                  const tb::fpga::MemoryModel& library) {
-  std::printf("tb-beff  %d ranks in a ring (%s), sizes 2^0..2^%d, %d repetitions%s\n", size,
-              meta["mpi_library"].get<std::string>().c_str(), opt.rules.max_exponent, opt.repetitions,
-              opt.loop_divisor > 1 ? (", loop lengths / " + std::to_string(opt.loop_divisor)).c_str() : "");
+// The machine's states around the run (the cross-core handoff, the vector path), where probed.
+void print_states(const nlohmann::json& meta) {
   if (const std::string state = tb::cross_core_handoff_text(meta); !state.empty()) std::printf("  at the start: %s\n", state.c_str());
   const nlohmann::json after = {{"cross_core_handoff", meta["cross_core_handoff_after"]}};
   if (const std::string state = tb::cross_core_handoff_text(after); !state.empty()) std::printf("  at the end: %s\n", state.c_str());
@@ -599,6 +596,10 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   const nlohmann::json vector_after = {{"vector_path", meta["vector_path_after"]}};
   if (const std::string state = tb::vector_path_text(vector_after); !state.empty())
     std::printf("  after them: %s\n", state.c_str());
+}
+
+// b_eff's table and result, and the Hockney fit of the exchanges.
+void print_beff(int size, const Exchanges& x, const Beff& b) {
   std::printf("  %10s %10s %14s %14s %16s\n", "bytes", "loops", "time s", "b(L) GB/s", "per rank GB/s");
   for (const auto& p : b.result.points)
     std::printf("  %10lld %10lld %14.6f %14.4f %16.4f\n", static_cast<long long>(p.bytes),
@@ -610,6 +611,10 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
   std::printf("  Hockney fit of one exchange: %.3f us + L / %.3f GB/s -> host model alpha %.3f us, %.3f GB/s\n",
               b.exchange.alpha_s * 1e6, b.exchange.bandwidth_bytes_per_s() / 1e9, b.host.fit.alpha_s * 1e6,
               b.host.fit.bandwidth_bytes_per_s() / 1e9);
+}
+
+// Each measured curve of the host model, at one or two sizes, or why it was not measured.
+void print_measured_terms(const Options& opt, const Beff& b, const tb::fpga::MemoryModel& library) {
   const auto& curve = b.host.measured.seconds_by_bytes;
   std::printf("  measured messages (exchange median / 2), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B "
               "(%zu beyond b_eff's, to --messages-max-bytes)\n",
@@ -658,6 +663,16 @@ void print_report(const Options& opt, int size, const nlohmann::json& meta, cons
               b.host.self_cold.extra_s(1 << 20, 1 << 20) * 1e6, b.host.self_cold.extra_s(1 << 20, 64 << 20) * 1e6);
   std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
               library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
+}
+
+void print_report(const Options& opt, int size, const nlohmann::json& meta, const Exchanges& x, const Beff& b,
+                  const tb::fpga::MemoryModel& library) {
+  std::printf("tb-beff  %d ranks in a ring (%s), sizes 2^0..2^%d, %d repetitions%s\n", size,
+              meta["mpi_library"].get<std::string>().c_str(), opt.rules.max_exponent, opt.repetitions,
+              opt.loop_divisor > 1 ? (", loop lengths / " + std::to_string(opt.loop_divisor)).c_str() : "");
+  print_states(meta);
+  print_beff(size, x, b);
+  print_measured_terms(opt, b, library);
 }
 
 // One row per message size: b_eff's point (loop seconds by its rule, b(L)), the testbed's timing
