@@ -157,6 +157,10 @@ void from_json(const nlohmann::json& j, Hockney& m) {
   read_key(j, "", "beta_s_per_byte", m.beta_s_per_byte);
   double bandwidth = 0.0;
   read_key(j, "", "bandwidth_bytes_per_s", bandwidth);
+  // A message model with a missing term would be a silent default of 0 (free messages).
+  if (!j.contains("alpha_s")) throw std::invalid_argument("missing required key 'alpha_s'");
+  if (j.contains("beta_s_per_byte") == j.contains("bandwidth_bytes_per_s"))
+    throw std::invalid_argument("give exactly one of 'beta_s_per_byte' and 'bandwidth_bytes_per_s'");
   if (j.contains("bandwidth_bytes_per_s")) {
     if (!(bandwidth > 0)) throw std::invalid_argument("Hockney: bandwidth_bytes_per_s must be positive");
     m.beta_s_per_byte = 1.0 / bandwidth;
@@ -332,6 +336,15 @@ void read_memory_table(const nlohmann::json& j, const char* key, const char* val
 }
 
 }  // namespace
+
+void require_copy_costs(const nlohmann::json& j) {
+  if (!j.contains("copy_bandwidth_bytes_per_s") && !j.contains("bandwidth_by_bytes"))
+    throw std::invalid_argument("a memory model needs its copy bandwidth: 'copy_bandwidth_bytes_per_s' or "
+                                "'bandwidth_by_bytes'");
+  if (!j.contains("per_block_s") && !j.contains("per_block_seconds_by_bytes"))
+    throw std::invalid_argument("a memory model needs its cost per block: 'per_block_s' or "
+                                "'per_block_seconds_by_bytes'");
+}
 
 void to_json(nlohmann::json& j, const MemoryModel& m) {
   j = {{"copy_bandwidth_bytes_per_s", m.copy_bandwidth_bytes_per_s}, {"per_block_s", m.per_block_s},

@@ -200,6 +200,11 @@ struct MemoryModel {
   }
 };
 
+// A memory model read from a file must give its copy bandwidth and its cost per block (each as a
+// value or a table); the reader's defaults stand in only for fragments (tests). Throws
+// std::invalid_argument naming the missing keys.
+void require_copy_costs(const nlohmann::json& j);
+
 // Strict reading of the model and network JSON files: a key the schema does not know, a value of
 // the wrong type or a missing required key is std::invalid_argument naming the key, never a
 // silent default. `where` prefixes the key in messages ("iec.", "" at the top level).

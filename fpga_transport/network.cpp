@@ -14,6 +14,8 @@
 namespace tb::fpga {
 
 Network Network::from_file(const std::string& path, int ranks) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw std::invalid_argument("network file " + path + " is a directory");
   std::ifstream f(path);
   if (!f) throw std::invalid_argument("network file " + path + " cannot be read");
   nlohmann::json spec;
@@ -91,6 +93,11 @@ Network Network::from_json(const nlohmann::json& spec, int ranks) {
   read_section(spec, "cluster", n.cluster_);
   if (spec.contains("library")) {
     read_section(spec, "library", n.library_);
+    try {
+      require_copy_costs(spec.at("library"));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("in 'library': ") + e.what());
+    }
     n.has_library_ = true;
   }
   if (spec.contains("calibration")) require_object(spec.at("calibration"), "'calibration'");

@@ -138,7 +138,8 @@ struct Options {
   std::vector<std::string> networks, algorithms;
   std::string overheads_file;
   bool beff = false, breakdown = false;
-  std::string values_at, traffic, block;  // --values-at and its two table keys (empty: unset)
+  std::string values_at, traffic, block;  // --values-at and its two table keys, as given
+  bool values_at_given = false, traffic_given = false, block_given = false;  // given at all (an empty text too)
   double pack_below = 4096;
   std::string buffers = "private";
   std::vector<std::string> without;
@@ -156,8 +157,9 @@ void add_values_options(CLI::App& app, Options& o) {
                             "print each --network's measured host quantities at a message of this many bytes "
                             "(64, 4K, 16M), each with the term that uses it (--without applies), and exit "
                             "(default network: host_calibrated)");
-  for (const char* prediction : {"--pattern", "--memory", "--save-memory", "--csv", "--overheads", "--beff",
-                                 "--breakdown", "--algorithm"})
+  for (const char* prediction : {"--shape", "--grid", "--from-axis", "--to-axis", "--type", "--pattern", "--call",
+                                 "--algorithm", "--ranks-per-node", "--inner", "--pack-below", "--buffers", "--memory",
+                                 "--save-memory", "--csv", "--overheads", "--beff", "--breakdown"})
     at->excludes(app.get_option(prediction));
   app.add_option("--traffic", o.traffic,
                  "with --values-at: read the cold-message tables after this many bytes of a rank's memory traffic "
@@ -238,8 +240,8 @@ void list_terms() {
 // with the terms --without names switched off.
 void print_values_at(Options& o) {
   const double bytes = static_cast<double>(tb::parse_size(o.values_at, "--values-at", "bytes"));
-  const double traffic = o.traffic.empty() ? 0.0 : static_cast<double>(tb::parse_size(o.traffic, "--traffic", "bytes"));
-  const double block = o.block.empty() ? 0.0 : static_cast<double>(tb::parse_size(o.block, "--block", "bytes"));
+  const double traffic = o.traffic_given ? static_cast<double>(tb::parse_size(o.traffic, "--traffic", "bytes")) : 0.0;
+  const double block = o.block_given ? static_cast<double>(tb::parse_size(o.block, "--block", "bytes")) : 0.0;
   if (o.networks.empty()) o.networks.push_back(network_dir() + "host_calibrated.json");
   for (const auto& file : o.networks) {
     std::vector<tb::fpga::Network> net{tb::fpga::Network::from_file(file, 2)};  // its measurements know no ranks
@@ -282,6 +284,8 @@ std::vector<tb::fpga::ModelledAlgorithm> chosen_algorithms(const Options& o) {
 
 // The JSON document of an input file; errors name the option and the file.
 nlohmann::json read_json(const std::string& option, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw std::invalid_argument(option + " " + path + ": is a directory");
   std::ifstream f(path);
   if (!f) throw std::invalid_argument(option + " " + path + ": cannot be read");
   try {
@@ -294,7 +298,10 @@ nlohmann::json read_json(const std::string& option, const std::string& path) {
 // The memory model of --memory, its schema checked (named errors, no silent defaults).
 tb::fpga::MemoryModel memory_file(const std::string& path) {
   try {
-    return read_json("--memory", path).get<tb::fpga::MemoryModel>();
+    const nlohmann::json j = read_json("--memory", path);
+    auto memory = j.get<tb::fpga::MemoryModel>();
+    tb::fpga::require_copy_costs(j);
+    return memory;
   } catch (const std::invalid_argument& e) {
     if (std::string(e.what()).rfind("--memory", 0) == 0) throw;
     throw std::invalid_argument("--memory " + path + ": " + e.what());
@@ -539,7 +546,7 @@ int run(Options& o) {
     return 0;
   }
   check_terms(o.without);
-  if (!o.values_at.empty()) {
+  if (o.values_at_given) {
     print_values_at(o);
     return 0;
   }
@@ -588,6 +595,9 @@ int main(int argc, char** argv) {
   tb::use_tool_errors(app, "tb-model");
   add_options(app, o);
   CLI11_PARSE(app, argc, argv);
+  o.values_at_given = app.count("--values-at") > 0;
+  o.traffic_given = app.count("--traffic") > 0;
+  o.block_given = app.count("--block") > 0;
   if (o.list_settings) {
     std::fputs(tb::settings_table().c_str(), stdout);
     return 0;
