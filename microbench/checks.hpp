@@ -145,6 +145,8 @@ inline std::int64_t parse_size(const std::string& text, const std::string& optio
   std::int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   const std::string suffix(end, text.data() + text.size());
+  if (ec == std::errc::result_out_of_range)
+    throw std::invalid_argument(option + ": '" + text + "' is more than the limit of 1G " + what);
   if (ec != std::errc{} || end == text.data())
     throw std::invalid_argument(option + ": '" + text + "' is not a size (bytes, e.g. 64, 4K, 16M)");
   std::int64_t scale = 1;

@@ -94,14 +94,15 @@ bool is_redistribution_layout(const std::string& layout) { return layout == "sla
 
 // vector<B>: B-byte blocks at a 2B stride; B a power of two.
 std::int64_t block_bytes(const std::string& layout) {
+  const std::string usage = "use vector<B> with B a power of two (vector64, vector4K)";
+  if (layout.size() <= 6) throw std::invalid_argument("layout '" + layout + "': " + usage);
   std::int64_t b = 0;
   try {
-    b = layout.size() > 6 ? tb::parse_size(layout.substr(6), "--layouts") : 0;
-  } catch (const std::exception&) {
-    b = 0;
+    b = tb::parse_size(layout.substr(6), "its block size", "bytes per block");
+  } catch (const std::invalid_argument& e) {  // its reason (not a size, an unknown suffix, over the limit)
+    throw std::invalid_argument("layout '" + layout + "': " + e.what());
   }
-  if (b < 1 || (b & (b - 1)) != 0)
-    throw std::invalid_argument("layout '" + layout + "': use vector<B> with B a power of two (vector64, vector4K)");
+  if ((b & (b - 1)) != 0) throw std::invalid_argument("layout '" + layout + "': " + usage);
   return b;
 }
 
@@ -348,7 +349,7 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 };
 
 void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_settings) {
-  app.add_option("-m,--message-size", opt.range, "bytes per peer, min:max (powers of two between; K and M suffixes)")
+  app.add_option("-m,--message-size", opt.range, "bytes per peer, min:max (powers of two between; K, M and G suffixes)")
       ->capture_default_str();
   tb::add_list_option(app, "--algorithms", opt.algorithms, "algorithm names, or all", "name");
   tb::add_list_option(app, "--layouts", opt.layouts, "send layouts: contiguous, vector<B> (B-byte blocks, 2B stride)",
@@ -394,7 +395,17 @@ struct Plan {
   bool with_local_remap = false;
 };
 
+// A list option's entry given twice would run its benchmarks twice under one name.
+void check_no_repeats(const std::string& option, const std::vector<std::string>& entries, const char* note = "") {
+  for (const auto& e : entries)
+    if (std::count(entries.begin(), entries.end(), e) > 1)
+      throw std::invalid_argument(option + ": '" + e + "' is listed twice" + note);
+}
+
 Plan validate(const Options& opt) {
+  check_no_repeats("--algorithms", opt.algorithms);
+  check_no_repeats("--layouts", opt.layouts);
+  check_no_repeats("--calls", opt.calls);
   Plan plan;
   const auto colon = opt.range.find(':');
   plan.lo = tb::parse_size(opt.range.substr(0, colon), "-m");
@@ -417,6 +428,7 @@ Plan validate(const Options& opt) {
       plan.algorithms.push_back(a);
     }
   }
+  check_no_repeats("--algorithms", plan.algorithms, " ('all' includes every registered one)");
   if (opt.passes > 1 && !opt.interleave)
     throw std::invalid_argument("--passes " + std::to_string(opt.passes) +
                                 ": passes go through a size's algorithms in turn, which needs --interleave");
