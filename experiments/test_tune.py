@@ -259,7 +259,7 @@ class MpichSelection(unittest.TestCase):
             with open(generic, "w") as f:
                 json.dump(self.GENERIC, f)
             out = os.path.join(tmp, "sel.json")
-            notes = tune.write_mpich_selection(out, generic, measured, entries, 2, uniform=False)
+            notes = tune.write_mpich_selection(out, generic, self.GENERIC, measured, entries, 2, uniform=False)
             with open(out) as f:
                 tree = json.load(f)
         branch = json.dumps(tree["collective=alltoallw"]["comm_type=intra"]["is_sendbuf_inplace=no"])

@@ -575,14 +575,27 @@ def unmapped_decisions(entries, decisions):
     return notes
 
 
-def write_mpich_selection(path, generic_path, measured, entries, ranks, uniform):
+def load_generic(options):
+    """(path, document) of MPICH's generic.json for the selection JSON, read before anything is
+    measured; errors name the file."""
+    path = options.generic or next((p for p in GENERIC_JSON if os.path.isfile(p)), None)
+    if path is None:
+        raise ValueError("no MPICH generic.json found: pass --generic, or --mpich-json none")
+    try:
+        with open(path) as f:
+            return path, json.load(f)
+    except OSError as e:
+        raise ValueError(f"--generic {path}: cannot be read: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--generic {path}: not JSON: {e}") from e
+
+
+def write_mpich_selection(path, generic_path, generic, measured, entries, ranks, uniform):
     """Writes the selection JSON; returns the notes on what it could not map."""
     times, left_out = mpich_times(measured)
     if not times:
         raise ValueError("no measurements MPICH's tree can use (one node or one rank per node)")
     decisions = mpich_algorithms.decide(times, ranks, uniform)
-    with open(generic_path) as f:
-        generic = json.load(f)
     write_json(path, mpich_algorithms.selection_json(generic, {ranks: decisions}))
     return {"file": path, "generic": generic_path, "decisions": mpich_algorithms.decision_lines(decisions),
             "left_out": left_out, "unmapped": unmapped_decisions(entries, decisions)}
@@ -624,12 +637,20 @@ def write_json(path, doc):
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(f.name, 0o666 & ~umask)
-    os.replace(f.name, path)
+        try:
+            json.dump(doc, f, indent=1, allow_nan=False)  # NaN is not JSON: the readers would refuse the file
+            f.write("\n")
+        except ValueError:
+            os.unlink(f.name)
+            raise
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(f.name, 0o666 & ~umask)
+        os.replace(f.name, path)
+    except OSError:
+        os.unlink(f.name)
+        raise
 
 
 # --- the run --------------------------------------------------------------------------------------
@@ -671,12 +692,17 @@ def parse(argv):
     parser.add_argument("--uniform", action="store_true",
                         help="MPICH tree: size splits among all algorithms (calls where every rank sends the same)")
     options = parser.parse_args(argv)
-    if min(options.ranks, options.repetitions, options.launches) < 1 or not options.min_time > 0 \
-            or not options.tolerance >= 0:
-        parser.error("--ranks, --repetitions and --launches must be at least 1, --min-time above 0, "
-                     "--tolerance at least 0")
+    if min(options.ranks, options.repetitions, options.launches) < 1 or not 0 < options.min_time < math.inf \
+            or not 0 <= options.tolerance < math.inf or not 0 < options.timeout < math.inf:
+        parser.error("--ranks, --repetitions and --launches must be at least 1, --min-time and --timeout finite and "
+                     "above 0, --tolerance finite and at least 0")
+    if options.algorithms is not None and (not options.algorithms or "" in options.algorithms.split(",")):
+        parser.error(f"--algorithms: an empty name in '{options.algorithms}' (leave the option out for every one)")
+    for flag, path in (("-o", options.out), ("--mpich-json", options.mpich_json)):
+        if path and os.path.isdir(path):
+            parser.error(f"{flag} {path}: is a directory; name the file to write")
     try:
-        options.nodes = [int(k) for k in options.nodes.split(",")]
+        options.nodes = [node_count(k) for k in options.nodes.split(",")]
         options.layouts = options.layouts.split(",")
         for layout in options.layouts:
             if layout != SLAB:
@@ -693,7 +719,8 @@ def parse(argv):
             options.one_algorithm = tuple(float(x) for x in options.one_algorithm.split(","))
         except ValueError:
             options.one_algorithm = ()
-        if len(options.one_algorithm) != 3 or not 0 < options.one_algorithm[0] <= 1 \
+        if len(options.one_algorithm) != 3 or not all(math.isfinite(x) for x in options.one_algorithm) \
+                or not 0 < options.one_algorithm[0] <= 1 \
                 or options.one_algorithm[1] < 0 or options.one_algorithm[2] < 1:
             parser.error("--one-algorithm: SHARE,WITHIN,WORST with SHARE in (0, 1], WITHIN >= 0 and WORST >= 1 "
                          "(e.g. 0.9,0.1,1.25), or off")
@@ -706,6 +733,14 @@ def parse(argv):
     if options.mpich_json is None:
         options.mpich_json = os.path.join(os.path.dirname(os.path.abspath(options.out)), "mpich-selection.json")
     return options
+
+
+def node_count(text):
+    """One entry of --nodes: a whole number (the range is checked against --ranks)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"--nodes: '{text}' is not a node count") from None
 
 
 def busy_compilers():
@@ -805,11 +840,18 @@ def measure_agreements(options, keys):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     options = parse(argv)
+    with launch.sigterm_interrupts():  # a kill stops the running tb-bench job too, as Ctrl-C does
+        return tune(options, argv)
+
+
+def tune(options, argv):
+    """The measurements, the table and the MPICH selection JSON; the exit status."""
     started = time.time()
     try:
         algorithms = options.algorithms.split(",") if options.algorithms else registered_algorithms(options.bin, options.mpi)
         if "auto" in algorithms:
             raise ValueError("--algorithms: auto cannot be measured for its own table")
+        generic_path, generic = load_generic(options) if options.mpich_json != "none" else (None, None)
         measured, prepared, blocks, context, runs, keys = measure(options, algorithms)
         agreements = measure_agreements(options, keys) if options.one_algorithm else {}
         entries = table_entries(measured, options.tolerance, options.one_algorithm, agreements,
@@ -817,15 +859,16 @@ def main(argv=None):
         entries += [{**e, "calls": "persistent"} for e in table_entries(prepared, options.tolerance, blocks=blocks)]
         meta = metadata(options, context, runs, algorithms, argv)
         meta["agreement_s"] = {f"{k[0]} ranks, {k[1]} nodes": round(s, 9) for k, s in agreements.items()}
-        if options.mpich_json != "none":
-            generic = options.generic or next((p for p in GENERIC_JSON if os.path.isfile(p)), None)
-            if generic is None:
-                raise ValueError("no MPICH generic.json found: pass --generic, or --mpich-json none")
+        if generic is not None:
             blocking = [e for e in entries if e.get("calls", "blocking") == "blocking"]
-            meta["mpich_selection"] = write_mpich_selection(options.mpich_json, generic, measured, blocking,
-                                                            options.ranks, options.uniform)
+            meta["mpich_selection"] = write_mpich_selection(options.mpich_json, generic_path, generic, measured,
+                                                            blocking, options.ranks, options.uniform)
         meta["wall_s"] = round(time.time() - started, 1)
         write_json(options.out, tuning_table(entries, layout_classes(options.layouts), meta))
+    except subprocess.TimeoutExpired as e:
+        print(f"\ntune.py: error: a tb-bench run took more than --timeout {options.timeout:g} s (stopped): "
+              f"{' '.join(shlex.quote(c) for c in e.cmd)}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
         print(f"\ntune.py: error: {e}", file=sys.stderr)
         return 2

@@ -27,7 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 MPI_TOOLS = {"tb-bench", "tb-bench-pack", "tb-soak", "tb-redistribute", "tb-fft", "tb-fftw-mpi", "tb-beff", "tb-ptrans"}
 PYTHON_TOOLS = {"run.py": "experiments/run.py", "launch.py": "experiments/launch.py", "report.py": "analysis/report.py",
-                "platform_network.py": "experiments/platform_network.py", "model_vs_smpi.py": "analysis/model_vs_smpi.py"}
+                "platform_network.py": "experiments/platform_network.py", "model_vs_smpi.py": "analysis/model_vs_smpi.py",
+                "tune.py": "experiments/tune.py"}
 NOT_BUILT = {"tb-fftw-mpi": "built only where libfftw3-mpi is found (the Open MPI build)"}
 NOWHERE = "/nonexistent/dir/x"  # an output path that cannot be written
 
@@ -112,6 +113,11 @@ FILES = {
     "definition-not-json.json": "{name: x\n",
     "definition-ok.json": {"name": "x", "tool": "tb-model", "args": {"--shape": "8,8,8"}},
     "empty-store.jsonl": "",
+    "memory-no-block-cost.json": {"copy_bandwidth_bytes_per_s": 1e10},
+    "net-host-empty.json": {"kind": "host", "host": {}},
+    "net-host-two-betas.json": {"kind": "host", "host": {"alpha_s": 1e-6, "beta_s_per_byte": 1e-9,
+                                                         "bandwidth_bytes_per_s": 1e9}},
+    "net-library-empty.json": {"kind": "host", "host": {"alpha_s": 1e-6, "beta_s_per_byte": 1e-9}, "library": {}},
 }
 
 CASES = [
@@ -120,7 +126,8 @@ CASES = [
     C("tb-bench.m-not-a-number.np2", "tb-bench", ["-m", "abc"], r"-m: 'abc' is not a size", ranks=2),
     C("tb-bench.m-bad-suffix", "tb-bench", ["-m", "4X"], r"-m: unknown size suffix 'X' in '4X'"),
     C("tb-bench.m-zero", "tb-bench", ["-m", "0"], r"-m: sizes must be at least 1 byte, got '0'"),
-    C("tb-bench.m-overflow", "tb-bench", ["-m", "1:99999999999999999999"], r"-m: '99999999999999999999' is not a size"),
+    C("tb-bench.m-overflow", "tb-bench", ["-m", "1:99999999999999999999"],
+      r"-m: '99999999999999999999' is more than the limit of 1G bytes per peer"),
     C("tb-bench.m-over-limit", "tb-bench", ["-m", "1:2G"], r"-m: '2G' is more than the limit of 1G bytes per peer"),
     C("tb-bench.m-max-below-min", "tb-bench", ["-m", "64:8"], r"-m 64:8: max below min"),
     C("tb-bench.m-not-power-of-two", "tb-bench", ["-m", "3:8"], r"-m 3:8: the minimum must be a power of two"),
@@ -131,6 +138,11 @@ CASES = [
     C("tb-bench.layout-unknown", "tb-bench", ["--layouts", "bogus"], r"--layouts: unknown layout 'bogus'"),
     C("tb-bench.layout-vector-not-power-of-two", "tb-bench", ["--layouts", "vector3"],
       r"--layouts: layout 'vector3': use vector<B> with B a power of two"),
+    C("tb-bench.layout-vector-over-limit", "tb-bench", ["--layouts", "vector2G"],
+      r"layout 'vector2G': its block size: '2G' is more than the limit of 1G bytes per block"),
+    C("tb-bench.algorithm-twice", "tb-bench", ["--algorithms", "native,native"], r"--algorithms: 'native' is listed twice"),
+    C("tb-bench.algorithm-in-all-too", "tb-bench", ["--algorithms", "all,pairwise"],
+      r"'pairwise' is listed twice \('all' includes every registered one\)"),
     C("tb-bench.iterations-negative", "tb-bench", ["-i", "-1"], r"--iterations: Value -1 not in range"),
     C("tb-bench.warmup-huge", "tb-bench", ["-x", "99999999"], r"--warmup: Value 99999999 not in range"),
     C("tb-bench.buffers-unknown", "tb-bench", ["--buffers", "gpu"], r"--buffers: gpu not in \{private,shared\}"),
@@ -313,6 +325,19 @@ CASES = [
     C("tb-model.values-at-fraction", "tb-model", ["--values-at", "1.5K"], r"--values-at: unknown size suffix '.5K'"),
     C("tb-model.values-at-with-csv", "tb-model", ["--values-at", "1M", "--csv", "{tmp}/v.csv"],
       r"--csv excludes --values-at"),
+    C("tb-model.values-at-empty", "tb-model", ["--values-at", ""], r"--values-at: '' is not a size"),
+    C("tb-model.values-at-with-shape", "tb-model", ["--values-at", "1M", "--shape", "8,8,8"],
+      r"--shape excludes --values-at"),
+    C("tb-model.network-directory", "tb-model", ["--network", "{tmp}"], r"network file .* is a directory"),
+    C("tb-model.memory-directory", "tb-model", ["--memory", "{tmp}"], r"--memory .*: is a directory"),
+    C("tb-model.network-host-empty", "tb-model", ["--network", "{tmp}/net-host-empty.json"],
+      r"in 'host': missing required key 'alpha_s'"),
+    C("tb-model.network-host-two-betas", "tb-model", ["--network", "{tmp}/net-host-two-betas.json"],
+      r"in 'host': give exactly one of 'beta_s_per_byte' and 'bandwidth_bytes_per_s'"),
+    C("tb-model.network-library-empty", "tb-model", ["--network", "{tmp}/net-library-empty.json"],
+      r"in 'library': a memory model needs its copy bandwidth: 'copy_bandwidth_bytes_per_s' or 'bandwidth_by_bytes'"),
+    C("tb-model.memory-no-block-cost", "tb-model", ["--memory", "{tmp}/memory-no-block-cost.json"],
+      r"--memory .*: a memory model needs its cost per block: 'per_block_s' or 'per_block_seconds_by_bytes'"),
     C("tb-model.traffic-alone", "tb-model", ["--traffic", "1M"], r"--traffic requires --values-at"),
     C("tb-model.block-alone", "tb-model", ["--block", "64"], r"--block requires --values-at"),
     C("tb-model.traffic-zero", "tb-model", ["--values-at", "1M", "--traffic", "0"],
@@ -377,6 +402,12 @@ CASES = [
     C("run.py.mpi-unknown", "run.py", ["{tmp}/definition-ok.json", "--mpi", "lam"], r"argument --mpi: invalid choice: 'lam'"),
     C("run.py.args-not-json", "run.py", ["{tmp}/definition-ok.json", "--args", "{x"], r"argument --args: invalid json_object value"),
     C("run.py.timeout-negative", "run.py", ["{tmp}/definition-ok.json", "--timeout", "-5"], r"--timeout must be a positive number"),
+    C("tune.py.one-algorithm-nan", "tune.py", ["--one-algorithm", "0.9,nan,1.25"],
+      r"--one-algorithm: SHARE,WITHIN,WORST with SHARE in \(0, 1\]"),
+    C("tune.py.timeout-zero", "tune.py", ["--timeout", "0"], r"--min-time and --timeout finite and above 0"),
+    C("tune.py.algorithms-empty", "tune.py", ["--algorithms", ""], r"--algorithms: an empty name in ''"),
+    C("tune.py.nodes-empty-entry", "tune.py", ["--nodes", "1,,2"], r"--nodes: '' is not a node count"),
+    C("tune.py.out-directory", "tune.py", ["-o", "{tmp}"], r"-o .*: is a directory; name the file to write"),
     C("launch.py.mpi-unknown", "launch.py", ["--mpi", "lam", "tb-model"], r"argument --mpi: invalid choice: 'lam'"),
     C("launch.py.mode-unknown", "launch.py", ["--mode", "bogus", "tb-model"], r"argument --mode: invalid choice: 'bogus'"),
     C("launch.py.ranks-zero", "launch.py", ["-n", "0", "tb-bench"], r"-n/--ranks must be at least 1, not 0"),
