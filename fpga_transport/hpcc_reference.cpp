@@ -1,9 +1,9 @@
 #include "fpga_transport/hpcc_reference.hpp"
+#include "fpga_transport/json_file.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <stdexcept>
 
 namespace tb::fpga {
@@ -30,13 +30,10 @@ const BeffRun& BeffReference::calibration_run(const std::string& name) const {
 }
 
 BeffReference load_beff_reference(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::invalid_argument("b_eff reference " + path + " cannot be read");
+  const nlohmann::json j = read_json_file("b_eff reference", path);
   BeffReference ref;
   ref.source = path;
   try {
-    nlohmann::json j;
-    f >> j;
     ref.min_buffer_bytes = j.value("min_buffer_bytes", 1.0);
     for (const auto& [name, r] : j.at("runs").items()) {
       BeffRun run;

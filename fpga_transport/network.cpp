@@ -1,11 +1,11 @@
 #include "fpga_transport/network.hpp"
 
 #include "fpga_transport/hpcc_reference.hpp"
+#include "fpga_transport/json_file.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <queue>
 #include <sstream>
@@ -14,16 +14,7 @@
 namespace tb::fpga {
 
 Network Network::from_file(const std::string& path, int ranks) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw std::invalid_argument("network file " + path + " is a directory");
-  std::ifstream f(path);
-  if (!f) throw std::invalid_argument("network file " + path + " cannot be read");
-  nlohmann::json spec;
-  try {
-    f >> spec;
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument("network file " + path + ": not JSON: " + e.what());
-  }
+  nlohmann::json spec = read_json_file("network file", path);
   try {
     if (!spec.is_object()) throw std::invalid_argument("the document must be a JSON object");
     // A calibration reference named relative to the network file.

@@ -351,7 +351,7 @@ CASES = [
     C("tb-model.network-integer-expected", "tb-model", ["--network", "{tmp}/net-channels-float.json"],
       r"key 'channels_per_fpga': expected an integer, got number 2.5"),
     C("tb-model.network-not-json", "tb-model", ["--network", "{tmp}/garbage.txt"], r"network file .*garbage.txt: not JSON"),
-    C("tb-model.network-missing", "tb-model", ["--network", "/nonexistent.json"], r"network file /nonexistent.json cannot be read"),
+    C("tb-model.network-missing", "tb-model", ["--network", "/nonexistent.json"], r"network file /nonexistent.json: cannot be read"),
     C("tb-model.network-empty-entry", "tb-model", ["--network", "a.json,,b.json"], r"--network: file 1 is empty"),
     C("tb-model.memory-unknown-key", "tb-model", ["--memory", "{tmp}/memory-unknown-key.json"],
       r"--memory .*memory-unknown-key.json: unknown key 'per_blok_s'"),

@@ -4,6 +4,7 @@
 #include "fpga_transport/algorithm_cost.hpp"
 #include "fpga_transport/beff.hpp"
 #include "fpga_transport/hpcc_reference.hpp"
+#include "fpga_transport/json_file.hpp"
 #include "fpga_transport/link_models.hpp"
 #include "fpga_transport/model_terms.hpp"
 #include "fpga_transport/network.hpp"
@@ -221,6 +222,26 @@ TEST(HpccReference, OurBeffFormulaReproducesThePublishedRuns) {
   }
   EXPECT_THROW(ref.run("pcie_2fpga"), std::invalid_argument);
   EXPECT_THROW(load_beff_reference(kNetworks + "no-such-file.json"), std::invalid_argument);
+}
+
+// Every model file is read through read_json_file: its errors name the file as the caller does,
+// and say which of the three ways it failed.
+TEST(JsonFile, ErrorsNameTheFileAndWhatIsWrong) {
+  const auto message = [](const std::string& path) {
+    try {
+      read_json_file("--memory", path);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  const std::string garbage = ::testing::TempDir() + "json_file_garbage.txt";
+  std::ofstream(garbage) << "not JSON\n";
+  EXPECT_EQ(message(kNetworks), "--memory " + kNetworks + ": is a directory");
+  EXPECT_EQ(message(kNetworks + "no-such-file.json"), "--memory " + kNetworks + "no-such-file.json: cannot be read");
+  EXPECT_EQ(message(garbage).rfind("--memory " + garbage + ": not JSON: ", 0), 0u) << message(garbage);
+  EXPECT_EQ(read_json_file("network file", kNetworks + "iec_ring.json").at("kind"), "iec");
+  std::remove(garbage.c_str());
 }
 
 // The base path calibrated from the publication's OTHER runs: the PCIe transfer from one FPGA's

@@ -13,6 +13,7 @@
 #include "collectives/settings.hpp"
 #include "fpga_transport/algorithm_cost.hpp"
 #include "fpga_transport/beff.hpp"
+#include "fpga_transport/json_file.hpp"
 #include "fpga_transport/model_terms.hpp"
 #include "fpga_transport/network.hpp"
 #include "fpga_transport/pattern.hpp"
@@ -30,11 +31,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <vector>
 
 #ifndef TB_SOURCE_DIR
@@ -138,8 +139,7 @@ struct Options {
   std::vector<std::string> networks, algorithms;
   std::string overheads_file;
   bool beff = false, breakdown = false;
-  std::string values_at, traffic, block;  // --values-at and its two table keys, as given
-  bool values_at_given = false, traffic_given = false, block_given = false;  // given at all (an empty text too)
+  std::optional<std::string> values_at, traffic, block;  // --values-at and its two table keys, as given
   double pack_below = 4096;
   std::string buffers = "private";
   std::vector<std::string> without;
@@ -239,9 +239,13 @@ void list_terms() {
 // --values-at: each network's measured host quantities at one message size, in microseconds,
 // with the terms --without names switched off.
 void print_values_at(Options& o) {
-  const double bytes = static_cast<double>(tb::parse_size(o.values_at, "--values-at", "bytes"));
-  const double traffic = o.traffic_given ? static_cast<double>(tb::parse_size(o.traffic, "--traffic", "bytes")) : 0.0;
-  const double block = o.block_given ? static_cast<double>(tb::parse_size(o.block, "--block", "bytes")) : 0.0;
+  // An absent table key is 0: the tables are read at each measured key.
+  const auto size = [](const std::optional<std::string>& text, const char* option) {
+    return text ? static_cast<double>(tb::parse_size(*text, option, "bytes")) : 0.0;
+  };
+  const double bytes = size(o.values_at, "--values-at");
+  const double traffic = size(o.traffic, "--traffic");
+  const double block = size(o.block, "--block");
   if (o.networks.empty()) o.networks.push_back(network_dir() + "host_calibrated.json");
   for (const auto& file : o.networks) {
     std::vector<tb::fpga::Network> net{tb::fpga::Network::from_file(file, 2)};  // its measurements know no ranks
@@ -282,23 +286,10 @@ std::vector<tb::fpga::ModelledAlgorithm> chosen_algorithms(const Options& o) {
   return chosen;
 }
 
-// The JSON document of an input file; errors name the option and the file.
-nlohmann::json read_json(const std::string& option, const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw std::invalid_argument(option + " " + path + ": is a directory");
-  std::ifstream f(path);
-  if (!f) throw std::invalid_argument(option + " " + path + ": cannot be read");
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(option + " " + path + ": not JSON: " + e.what());
-  }
-}
-
 // The memory model of --memory, its schema checked (named errors, no silent defaults).
 tb::fpga::MemoryModel memory_file(const std::string& path) {
   try {
-    const nlohmann::json j = read_json("--memory", path);
+    const nlohmann::json j = tb::fpga::read_json_file("--memory", path);
     auto memory = j.get<tb::fpga::MemoryModel>();
     tb::fpga::require_copy_costs(j);
     return memory;
@@ -332,7 +323,7 @@ std::pair<tb::fpga::MemoryModel, std::string> memory_model(const Options& o) {
 std::map<std::string, double> measured_at_one_byte(const std::string& path) {
   std::map<std::string, double> measured_1b;
   if (path.empty()) return measured_1b;
-  const nlohmann::json j = read_json("--overheads", path);
+  const nlohmann::json j = tb::fpga::read_json_file("--overheads", path);
   try {
     tb::fpga::require_object(j, "the document");
     std::vector<nlohmann::json> benchmarks;
@@ -546,7 +537,7 @@ int run(Options& o) {
     return 0;
   }
   check_terms(o.without);
-  if (o.values_at_given) {
+  if (o.values_at) {  // given at all, an empty text too
     print_values_at(o);
     return 0;
   }
@@ -595,9 +586,6 @@ int main(int argc, char** argv) {
   tb::use_tool_errors(app, "tb-model");
   add_options(app, o);
   CLI11_PARSE(app, argc, argv);
-  o.values_at_given = app.count("--values-at") > 0;
-  o.traffic_given = app.count("--traffic") > 0;
-  o.block_given = app.count("--block") > 0;
   if (o.list_settings) {
     std::fputs(tb::settings_table().c_str(), stdout);
     return 0;

@@ -6,6 +6,7 @@
 //   mpiexec -n 4 tb-ptrans --n 2048 --nb 64 --algorithm native
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
+#include "fpga_transport/json_file.hpp"
 #include "fpga_transport/network.hpp"
 #include "fpga_transport/ptrans.hpp"
 #include "microbench/checks.hpp"
@@ -20,7 +21,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 namespace {
@@ -64,13 +64,7 @@ Measurement measure(const Options& opt, tb::fpga::Ptrans& pt) {
 tb::fpga::Network iec_network(const Options& opt, int p) {
   nlohmann::json spec;
   if (!opt.iec_file.empty()) {
-    std::ifstream f(opt.iec_file);
-    if (!f) throw std::invalid_argument("--iec " + opt.iec_file + ": cannot be read");
-    try {
-      f >> spec;
-    } catch (const nlohmann::json::exception& e) {
-      throw std::invalid_argument("--iec " + opt.iec_file + ": not JSON: " + e.what());
-    }
+    spec = tb::fpga::read_json_file("--iec", opt.iec_file);
     if (!spec.is_object()) throw std::invalid_argument("--iec " + opt.iec_file + ": not a JSON object");
   } else {
     spec = {{"name", "iec-transpose"}, {"kind", "iec"},
