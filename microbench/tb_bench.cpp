@@ -566,6 +566,7 @@ int main(int argc, char** argv) {
   Options opt;
   CLI::App app("tb-bench: MPI_Alltoallw per message size for every registered algorithm (Google Benchmark)");
   tb::use_tool_errors(app, "tb-bench");
+  app.name(argv[0]);  // the usage line's program: help is printed before the parse that would set it
   bool list = false, list_settings = false;
   add_options(app, opt, list, list_settings);
   if (print_help(args, app, rank)) {
