@@ -4,8 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -35,17 +38,33 @@ const json& field(const json& object, const char* name, const std::string& where
   return value;
 }
 
-bool is_count(const json& v) { return v.is_number_integer() && v.get<std::int64_t>() >= 1; }
+// get<std::int64_t> of a larger unsigned value is negative, so the bounds refuse it too.
+bool is_count(const json& v) {
+  return v.is_number_integer() && v.get<std::int64_t>() >= 1 && v.get<std::int64_t>() <= INT_MAX;
+}
 bool is_bytes(const json& v) { return v.is_number_integer() && v.get<std::int64_t>() >= 0; }
 bool is_bound(const json& v) { return v.is_null() || is_bytes(v); }
 bool is_name(const json& v) { return v.is_string() && !v.get<std::string>().empty(); }
 
 std::int64_t bound(const json& v) { return v.is_null() ? -1 : v.get<std::int64_t>(); }
 
+// The keys a part of the table may hold: those auto reads and the evidence tune.py records beside
+// them for people (sizes, median_s, worst_over_fastest, rule, measured_block_bytes). Any other key
+// is refused: a misspelt "alternatives" would otherwise be ignored without a word.
+void check_keys(const json& object, std::initializer_list<const char*> known, const std::string& where,
+                const std::string& path) {
+  for (const auto& item : object.items())
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return item.key() == k; }))
+      invalid(path, where + ": unknown key \"" + item.key() + "\"");
+}
+
 TuningLayoutClass parse_class(const json& j, std::size_t i, const std::string& path) {
   const std::string where = "layout_classes[" + std::to_string(i) + "]";
   TuningLayoutClass c;
   c.name = field(j, "name", where, path, "a non-empty string", is_name).get<std::string>();
+  check_keys(j, {"name", "contiguous", "max_block_bytes", "measured_block_bytes"}, where, path);
+  if (j.contains("contiguous") && !j.at("contiguous").is_boolean())
+    invalid(path, where + ": \"contiguous\" must be true or false, not " + j.at("contiguous").dump());
   if (j.contains("contiguous") && j.at("contiguous") == true) {
     c.contiguous = true;
     return c;
@@ -56,11 +75,18 @@ TuningLayoutClass parse_class(const json& j, std::size_t i, const std::string& p
 
 TuningNodeLayout parse_layout(const json& j, const std::string& where, const std::string& path) {
   const json& n = field(j, "node_layout", where, path, "an object", [](const json& v) { return v.is_object(); });
+  const std::string inside = where + ".node_layout";
+  check_keys(n, {"ranks", "nodes", "ranks_per_node"}, inside, path);
+  const char* count = "an integer from 1 to 2147483647";
   TuningNodeLayout l;
-  l.ranks = field(n, "ranks", where + ".node_layout", path, "a positive integer", is_count).get<int>();
-  l.nodes = field(n, "nodes", where + ".node_layout", path, "a positive integer", is_count).get<int>();
-  l.ranks_per_node =
-      field(n, "ranks_per_node", where + ".node_layout", path, "a positive integer", is_count).get<int>();
+  l.ranks = field(n, "ranks", inside, path, count, is_count).get<int>();
+  l.nodes = field(n, "nodes", inside, path, count, is_count).get<int>();
+  l.ranks_per_node = field(n, "ranks_per_node", inside, path, count, is_count).get<int>();
+  // ranks_per_node is the largest node's: every other node holds at least one rank.
+  if (l.nodes > l.ranks || l.ranks_per_node > l.ranks - (l.nodes - 1) ||
+      l.ranks > std::int64_t{l.nodes} * l.ranks_per_node)
+    invalid(path, inside + ": " + std::to_string(l.ranks) + " ranks cannot lie on " + std::to_string(l.nodes) +
+                      " nodes with at most " + std::to_string(l.ranks_per_node) + " per node");
   return l;
 }
 
@@ -69,6 +95,9 @@ TuningEntry parse_entry(const json& j, std::size_t i, const std::string& path,
   const std::string where = "entries[" + std::to_string(i) + "]";
   TuningEntry e;
   e.layout = parse_layout(j, where, path);
+  check_keys(j, {"node_layout", "layout_class", "bytes_per_peer", "algorithm", "alternatives", "calls", "sizes",
+                 "median_s", "worst_over_fastest", "rule"},
+             where, path);
   e.layout_class = field(j, "layout_class", where, path, "a class name", is_name).get<std::string>();
   if (std::none_of(classes.begin(), classes.end(), [&](const auto& c) { return c.name == e.layout_class; }))
     invalid(path, where + ": layout_class \"" + e.layout_class + "\" is not in layout_classes");
@@ -149,12 +178,19 @@ TuningTable TuningTable::parse(const std::string& text, const std::string& path)
   const json& version = field(doc, "version", "the table", path, "an integer", [](const json& v) {
     return v.is_number_integer();
   });
-  if (version.get<int>() != kVersion)
+  check_keys(doc, {"format", "version", "metadata", "layout_classes", "entries"}, "the table", path);
+  if (version.get<std::int64_t>() != kVersion)
     invalid(path, "version " + version.dump() + ", this build reads version " + std::to_string(kVersion));
   TuningTable table;
   table.path_ = path;
   const json& classes = field(doc, "layout_classes", "the table", path, "a list", [](const json& v) { return v.is_array(); });
-  for (std::size_t i = 0; i < classes.size(); ++i) table.classes_.push_back(parse_class(classes[i], i, path));
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    table.classes_.push_back(parse_class(classes[i], i, path));
+    for (std::size_t k = 0; k < i; ++k)
+      if (table.classes_[k].name == table.classes_[i].name)
+        invalid(path, "layout_classes[" + std::to_string(i) + "]: the name \"" + table.classes_[i].name +
+                          "\" is taken by layout_classes[" + std::to_string(k) + "]");
+  }
   const json& entries = field(doc, "entries", "the table", path, "a list", [](const json& v) { return v.is_array(); });
   for (std::size_t i = 0; i < entries.size(); ++i)
     table.entries_.push_back(parse_entry(entries[i], i, path, table.classes_));
@@ -168,6 +204,8 @@ TuningTable TuningTable::parse(const std::string& text, const std::string& path)
 }
 
 TuningTable TuningTable::read(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) invalid(path, "is a directory");  // it opens, and reads as empty
   std::ifstream in(path);
   if (!in) invalid(path, "cannot be read (missing or unreadable)");
   std::ostringstream text;

@@ -27,8 +27,14 @@
 // entries at its node layout, else the prepared ones, else the blocking ones (prepared_calls).
 // A node layout with persistent or prepared entries must have blocking ones too.
 //
-// Errors: a missing, unreadable or non-JSON file, the wrong format or version, and any malformed
-// field are std::invalid_argument naming the file (and the entry), never a crash or a default.
+// Besides the keys above, an entry may hold the evidence tune.py records for people ("sizes",
+// "median_s", "worst_over_fastest", "rule") and a class its "measured_block_bytes"; auto reads none
+// of them. Any other key is refused, so that a misspelt key is not ignored.
+//
+// Errors: a missing, unreadable or non-JSON file, a directory, the wrong format or version, an
+// unknown key, two classes of one name, a node layout no ranks can have (ranks_per_node is the
+// largest node's), and any malformed field are std::invalid_argument naming the file (and the
+// entry), never a crash or a default.
 #pragma once
 
 #include <cstdint>

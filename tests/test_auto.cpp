@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -92,13 +93,16 @@ std::string layout_json(const TuningNodeLayout& l) {
 }
 
 // A table file of this rank: `entries` is the JSON list's text.
-std::string write_table(const std::string& name, const std::string& entries, const std::string& head = "") {
+const std::string kClasses =
+    "{\"name\": \"contiguous\", \"contiguous\": true},"
+    " {\"name\": \"block64\", \"max_block_bytes\": 512}, {\"name\": \"block4K\", \"max_block_bytes\": null}";
+
+std::string write_table(const std::string& name, const std::string& entries, const std::string& head = "",
+                        const std::string& classes = kClasses) {
   const std::string path = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_" + name + ".json";
   std::ofstream out(path);
   out << (head.empty() ? "{\"format\": \"tb-alltoallw-tuning\", \"version\": 1, \"metadata\": {}," : head)
-      << "\"layout_classes\": [{\"name\": \"contiguous\", \"contiguous\": true},"
-         " {\"name\": \"block64\", \"max_block_bytes\": 512}, {\"name\": \"block4K\", \"max_block_bytes\": null}],"
-      << "\"entries\": [" << entries << "]}\n";
+      << "\"layout_classes\": [" << classes << "], \"entries\": [" << entries << "]}\n";
   return path;
 }
 
@@ -336,7 +340,8 @@ TEST(Auto, SkipsAlgorithmsThisBuildLacksAndLayoutsTheTableLacks) {
                                         "\"alternatives\": [\"also_missing\", \"pairwise\", \"native\"]"));
   const std::string none = write_table("none", entry("contiguous", "[0, null]", "no_such_algorithm"));
   TuningNodeLayout elsewhere = this_layout();
-  elsewhere.ranks += 7;
+  elsewhere.ranks += 7;  // a layout ranks can have, not this job's
+  elsewhere.ranks_per_node += 7;
   const std::string other = write_table("other", entry("contiguous", "[0, null]", "pairwise", "", &elsewhere));
   Exchange call = uniform_exchange(10);
   auto algorithm = make_alltoallw("auto");
@@ -368,6 +373,9 @@ TEST(Auto, BadTablesAreClearErrors) {
     std::string name, path, expect;
   };
   const std::string missing = "/tmp/tb_test_auto_no_such_dir/table.json";
+  std::string wrapped = entry("contiguous", "[0, null]", "pairwise");  // 4294967298 read as an int is 2
+  wrapped.replace(wrapped.find("\"ranks\": ") + 9, std::to_string(this_layout().ranks).size(), "4294967298");
+  const TuningNodeLayout impossible{2, 5, 7};
   std::vector<Case> cases{
       {"missing", missing, "cannot be read"},
       {"version", write_table("version", ok, "{\"format\": \"tb-alltoallw-tuning\", \"version\": 2,"), "version 2"},
@@ -389,6 +397,22 @@ TEST(Auto, BadTablesAreClearErrors) {
        "two prepared entries"},
       {"prepared alone", write_table("prealone", entry("contiguous", "[0, null]", "pairwise", "\"calls\": \"prepared\"")),
        "need blocking entries"},
+      // Integers beyond an int must not wrap onto this job's layout or version 1.
+      {"ranks wrap", write_table("rankswrap", wrapped),
+       "\"ranks\" must be an integer from 1 to 2147483647, not 4294967298"},
+      {"version wrap", write_table("versionwrap", ok, "{\"format\": \"tb-alltoallw-tuning\", \"version\": 4294967297,"),
+       "version 4294967297"},
+      {"impossible layout", write_table("nolayout", entry("contiguous", "[0, null]", "pairwise", "", &impossible)),
+       "2 ranks cannot lie on 5 nodes"},
+      {"unknown entry key",
+       write_table("entrykey", entry("contiguous", "[0, null]", "pairwise", "\"alternatves\": [\"native\"]")),
+       "entries[0]: unknown key \"alternatves\""},
+      {"unknown table key", write_table("tablekey", ok, "{\"format\": \"tb-alltoallw-tuning\", \"version\": 1, \"entires\": [],"),
+       "the table: unknown key \"entires\""},
+      {"class twice", write_table("classtwice", ok, "", kClasses + ", {\"name\": \"contiguous\", \"contiguous\": true}"),
+       "layout_classes[3]: the name \"contiguous\" is taken by layout_classes[0]"},
+      {"contiguous text", write_table("contiguoustext", ok, "", "{\"name\": \"contiguous\", \"contiguous\": \"yes\"}"),
+       "\"contiguous\" must be true or false, not \"yes\""},
   };
   const std::string not_json = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_not_json.json";
   std::ofstream(not_json) << "{ not json";
@@ -396,6 +420,9 @@ TEST(Auto, BadTablesAreClearErrors) {
   const std::string empty = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_empty.json";
   std::ofstream(empty) << "";
   cases.push_back({"empty", empty, "is empty"});
+  const std::string directory = "/tmp/tb_test_auto_" + std::to_string(getpid()) + "_directory";
+  std::filesystem::create_directory(directory);
+  cases.push_back({"directory", directory, "is a directory"});
   Exchange call = uniform_exchange(4);
   for (const auto& c : cases) {
     test::ScopedEnv table("TB_TUNING_TABLE", c.path.c_str());
