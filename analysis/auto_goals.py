@@ -22,16 +22,18 @@ fastest, its worst ratio, its worst ratio to native, and the algorithms whose pe
 slower than their blocking one somewhere. The goals are stated over the sizes sweep (tb-bench's
 alltoallw/ layouts); a run with the redistribution layouts (slab, pencil: redistribute/ rows) gets
 their rows and a summary of their own, apart from the goals' (auto's "fastest" there leaves out
-local_remap, which is no Alltoallw algorithm auto could run). Standard library only.
+local_remap, which is no Alltoallw algorithm auto could run). A file that cannot be read, is not
+JSON, or holds no timed alltoallw/ or redistribute/ benchmark (or one without real_time) is an
+error that names it. Standard library only.
 """
-import json
+import argparse
 import os
 import re
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alltoallw_sizes import title_of  # noqa: E402
+from alltoallw_sizes import microseconds, read_benchmarks, title_of  # noqa: E402
 
 SUFFIX = ":persistent"
 BENCH_NAME = re.compile(r"^(?P<kind>alltoallw|redistribute)/(?P<layout>[^/]+)/(?P<algorithm>[^/]+)/(?P<bytes>\d+)"
@@ -42,22 +44,23 @@ NOT_ALLTOALLW = ("local_remap",)  # timed beside the algorithms on the redistrib
 def load_passes(path):
     """(title, {(layout, bytes per peer): {algorithm: {pass number: us}}}, {algorithm: label},
     {layouts of redistribute/ rows}) from a tb-bench JSON (a run without passes is pass 1); aggregate
-    and failed rows are left out."""
-    with open(path) as f:
-        data = json.load(f)
+    and failed rows are left out. ValueError naming the file if none is left."""
+    context, benchmarks = read_benchmarks(path)
     runs, labels, redistributions = {}, {}, set()
-    for b in data["benchmarks"]:
-        name = BENCH_NAME.match(b["name"])
+    for index, b in enumerate(benchmarks, 1):
+        name = BENCH_NAME.match(str(b.get("name", "")))
         if not name or b.get("run_type") == "aggregate" or b.get("error_occurred"):
             continue
-        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[b.get("time_unit", "us")]
+        t = microseconds(f"{path}: benchmark {index} ({b['name']!r})", b)
         key = (name["layout"], int(name["bytes"]))
-        runs.setdefault(key, {}).setdefault(name["algorithm"], []).append((int(name["pass"] or 1), b["real_time"] * scale))
+        runs.setdefault(key, {}).setdefault(name["algorithm"], []).append((int(name["pass"] or 1), t))
         labels[name["algorithm"]] = b.get("label", "")
         if name["kind"] == "redistribute":
             redistributions.add(name["layout"])
+    if not runs:
+        raise ValueError(f"{path}: holds no timed tb-bench benchmarks (alltoallw/ or redistribute/ rows that ran)")
     times = {key: {a: dict(sorted(ps)) for a, ps in by_algorithm.items()} for key, by_algorithm in runs.items()}
-    return title_of(data.get("context", {})), times, labels, redistributions
+    return title_of(context), times, labels, redistributions
 
 
 def passes(value):
@@ -80,14 +83,12 @@ def paired(numerator, denominators):
 
 def auto_choices(path):
     """{(layout, bytes per peer): the algorithm auto ran} from the blocking auto's labels."""
-    with open(path) as f:
-        data = json.load(f)
     choices = {}
-    for b in data["benchmarks"]:
-        name = b["name"].split("/")  # alltoallw|redistribute/<layout>/<algorithm>/<bytes>/manual_time
-        found = re.search(r"-> ([A-Za-z0-9_]+)", b.get("label", ""))
-        if name[2] == "auto" and found:
-            choices[(name[1], int(name[3]))] = found.group(1)
+    for b in read_benchmarks(path)[1]:
+        name = BENCH_NAME.match(str(b.get("name", "")))
+        found = re.search(r"-> ([A-Za-z0-9_]+)", str(b.get("label", "")))
+        if name and name["algorithm"] == "auto" and found:
+            choices[(name["layout"], int(name["bytes"]))] = found.group(1)
     return choices
 
 
@@ -215,12 +216,14 @@ def report(path):
 
 
 def main(argv=None):
-    args = sys.argv[1:] if argv is None else argv
-    if not args:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
-    for path in args:
-        report(path)
+    parser = argparse.ArgumentParser(prog="auto_goals.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", metavar="RUN.json", help="tb-bench --benchmark_out files")
+    for path in parser.parse_args(argv).runs:
+        try:
+            report(path)
+        except ValueError as e:  # paired's error does not name the file; the readers' do
+            parser.error(str(e) if str(e).startswith(f"{path}: ") else f"{path}: {e}")
     return 0
 
 

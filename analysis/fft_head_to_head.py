@@ -6,22 +6,56 @@ by global shape, and prints, per shape, every code's fastest and median forward+
 its ratio to FFTW-MPI and to mpi4py-fft at the same rank count (fastest over fastest).
 
     /usr/bin/python3 analysis/fft_head_to_head.py results/fft_head_to_head/*.json
+
+A file that cannot be read, is not JSON, has no metadata.ranks or no results, or a result without
+a field the table needs, is an error that names it.
 """
-import json
+import argparse
+import os
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from alltoallw_sizes import number, read_json  # noqa: E402
+
+
+def text(where, row, field):
+    """row[field], a string; ValueError naming `where` (the file and the result) and the field."""
+    if not isinstance(row.get(field), str):
+        raise ValueError(f"{where}: no {field}" if field not in row else f"{where}: {field} is not a string")
+    return row[field]
+
+
+def read_results(path):
+    """(ranks, results) of one JSON file of tb-fft, tb-fftw-mpi or mpi4py_fft_bench.py; ValueError
+    naming the file if it is none."""
+    doc = read_json(path)
+    metadata = doc.get("metadata") if isinstance(doc, dict) else None
+    if not isinstance(metadata, dict):
+        raise ValueError(f'{path}: no "metadata" object (a JSON file of tb-fft, tb-fftw-mpi or mpi4py_fft_bench.py?)')
+    ranks = number(f"{path}: metadata", metadata, "ranks")
+    results = doc.get("results")
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise ValueError(f'{path}: no "results" list of objects')
+    if not results:
+        raise ValueError(f"{path}: holds no results")
+    return ranks, results
 
 
 def load(paths):
     rows = []
     for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
-        ranks = doc["metadata"]["ranks"]
-        for r in doc["results"]:
-            code = r["tool"] if r["tool"] != "tb-fft" else f"tb-fft {r['method']} ({r['serial']})"
-            rows.append({"shape": r["global_shape"], "ranks": ranks, "code": code, "verified": bool(r["verified"]),
-                         "fastest": r["fastest_s"], "median": r["median_s"]})
+        ranks, results = read_results(path)
+        for index, r in enumerate(results, 1):
+            where = f"{path}: result {index}"
+            code = text(where, r, "tool")
+            if code == "tb-fft":
+                code = f"tb-fft {text(where, r, 'method')} ({text(where, r, 'serial')})"
+            if not isinstance(r.get("verified"), bool):
+                raise ValueError(f"{where}: no verified (true or false)")
+            rows.append({"shape": text(where, r, "global_shape"), "ranks": ranks, "code": code,
+                         "verified": r["verified"], "fastest": number(where, r, "fastest_s"),
+                         "median": number(where, r, "median_s")})
     return rows
 
 
@@ -49,10 +83,15 @@ def table(rows):
 
 
 def main(argv):
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    print(table(load(argv[1:])))
+    parser = argparse.ArgumentParser(prog="fft_head_to_head.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="+", metavar="FILE", help="JSON files of tb-fft, tb-fftw-mpi and "
+                                                                 "experiments/mpi4py_fft_bench.py")
+    try:
+        rows = load(parser.parse_args(argv[1:]).files)
+    except ValueError as e:
+        parser.error(str(e))
+    print(table(rows))
     return 0
 
 

@@ -8,7 +8,9 @@ import unittest
 from contextlib import redirect_stdout
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import auto_goals  # noqa: E402
 from auto_goals import load_passes, point_ratios, report, summary, sweep_and_redistributions  # noqa: E402
+from test_alltoallw_sizes import run_main  # noqa: E402
 
 
 class AutoGoals(unittest.TestCase):
@@ -126,6 +128,44 @@ class Redistributions(unittest.TestCase):
                       "the fastest Alltoallw algorithm at 1 of 2 points; worst 1.50", text)
         self.assertIn("redistributions, node_leader: persistent slower than blocking at 1 points (worst 1.10 at "
                       "slab 1024 B)", text)
+
+
+class BadInput(unittest.TestCase):
+    def assert_error(self, path, doc, message):
+        """auto_goals.py on a file holding `doc` (JSON; a str as it is) fails with `message` after its name."""
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        status, out, err = run_main(auto_goals, [path])
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn(f"auto_goals.py: error: {path}: {message}", err)
+
+    def test_help_prints_the_usage_and_the_description(self):
+        status, out, _ = run_main(auto_goals, ["--help"])
+        self.assertEqual(status, 0)
+        self.assertIn("usage: auto_goals.py [-h] RUN.json [RUN.json ...]", out)
+        self.assertIn("The goals of `auto`", out)
+        self.assertEqual(run_main(auto_goals, [])[0], 2)
+
+    def test_a_file_that_is_no_tb_bench_run_is_an_error_naming_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            status, _, err = run_main(auto_goals, [tmp])
+            self.assertEqual(status, 2)
+            self.assertIn(f"auto_goals.py: error: {tmp}: is a directory", err)
+            path = os.path.join(tmp, "run.json")
+            self.assert_error(path, "not json\n", "not JSON (Expecting value")
+            self.assert_error(path, [1, 2], 'no "benchmarks" list of tb-bench rows')
+            self.assert_error(path, {"benchmarks": []}, "holds no tb-bench benchmarks")
+            self.assert_error(path, {"benchmarks": [{"name": "x"}]}, "holds no timed tb-bench benchmarks")
+            self.assert_error(path, {"benchmarks": [{"name": "alltoallw/contiguous/auto/8/manual_time",
+                                                     "time_unit": "us"}]},
+                              "benchmark 1 ('alltoallw/contiguous/auto/8/manual_time'): no real_time")
+            self.assert_error(path, {"benchmarks": [{"name": "alltoallw/contiguous/auto/8/manual_time",
+                                                     "real_time": 0.0}]},
+                              "benchmark 1 ('alltoallw/contiguous/auto/8/manual_time'): real_time is 0.0, "
+                              "not a number > 0")
+            self.assert_error(path, {"benchmarks": [{"name": f"alltoallw/contiguous/{a}/8/pass:{k}/manual_time",
+                                                     "real_time": 1.0} for a, k in (("auto", 1), ("native", 2))]},
+                              "no pass was timed on both sides")
 
 
 if __name__ == "__main__":
