@@ -41,24 +41,48 @@ from xml.sax.saxutils import quoteattr
 # A size whose measured time is within this fraction of latency plus bytes over the bandwidth is
 # matched by the latency factor alone (its bandwidth term is too small to fit).
 LATENCY_BOUND = 1.05
+# --cores: the node is this one host, which has at most as many CPUs as an x86-64 Linux kernel
+# supports (NR_CPUS with MAXSMP).
+MAX_CORES = 8192
 
 
 class CalibrationError(ValueError):
     pass
 
 
+def number(value):
+    """A JSON number as a float; ValueError for anything else (JSON's true and false included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is not a number")
+    return float(value)
+
+
+def checked_table(points, name, unit, path, values="times"):
+    """points, a calibration's table `name` as sorted [(bytes, value in unit)], if every size and value
+    is finite and > 0 and no size is listed twice; an error naming the first that is not."""
+    for size, value in points:
+        if not (math.isfinite(size) and math.isfinite(value) and size > 0 and value > 0):
+            raise CalibrationError(f"{path}: {name} has {value:g} {unit} at {size:g} B; sizes and {values} must be "
+                                   f"finite and > 0")
+    for (size, _), (next_size, _) in zip(points, points[1:]):
+        if size == next_size:
+            raise CalibrationError(f"{path}: {name} lists {size:g} B twice")
+    return points
+
+
 def message_curve(calibration, path):
     try:
         curve = calibration["host"]["message_seconds_by_bytes"]
-        points = sorted((float(size), float(seconds)) for size, seconds in curve)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError):
         raise CalibrationError(f"{path}: no host.message_seconds_by_bytes (write it with tb-beff --fit-out)") from None
+    try:
+        points = sorted((number(size), number(seconds)) for size, seconds in curve)
+    except (TypeError, ValueError):
+        raise CalibrationError(f"{path}: host.message_seconds_by_bytes must be [[bytes, s], ...], "
+                               f"all numbers") from None
     if len(points) < 2:
         raise CalibrationError(f"{path}: host.message_seconds_by_bytes needs at least 2 sizes, it has {len(points)}")
-    for size, seconds in points:
-        if size <= 0 or seconds <= 0:
-            raise CalibrationError(f"{path}: host.message_seconds_by_bytes has {seconds} s at {size} B; both must be > 0")
-    return points
+    return checked_table(points, "host.message_seconds_by_bytes", "s", path)
 
 
 def fit(points):
@@ -93,37 +117,35 @@ def engine_table(calibration, path):
                                f"(tb-beff --fit-out writes them) for --datatype-engine")
     try:
         if library.get("bandwidth_by_bytes"):
-            table = sorted((float(size), float(rate)) for size, rate in library["bandwidth_by_bytes"])
+            name = "library.bandwidth_by_bytes"
+            table = sorted((number(size), number(rate)) for size, rate in library["bandwidth_by_bytes"])
         else:
-            table = [(1.0, float(library["copy_bandwidth_bytes_per_s"]))]
+            name = "library.copy_bandwidth_bytes_per_s"
+            table = [(1.0, number(library["copy_bandwidth_bytes_per_s"]))]
     except (TypeError, ValueError):
         raise CalibrationError(f"{path}: library.bandwidth_by_bytes must be [[bytes, bytes/s], ...] and "
                                f"library.copy_bandwidth_bytes_per_s a number") from None
-    for size, rate in table:
-        if not (math.isfinite(size) and math.isfinite(rate) and size > 0 and rate > 0):
-            raise CalibrationError(f"{path}: library's engine has {rate} B/s at {size} B; both must be finite and > 0")
-    if len({size for size, _ in table}) != len(table):
-        raise CalibrationError(f"{path}: library.bandwidth_by_bytes lists a size twice")
-    return table
+    return checked_table(table, name, "B/s", path, values="rates")
 
 
 def extras_rows(host, key, path):
     """One of tb-beff's extras tables, host.<key>, checked: [{block_bytes, seconds_by_bytes}, ...]."""
     try:
-        rows = [{"block_bytes": float(row["block_bytes"]),
-                 "seconds_by_bytes": [[float(size), float(seconds)] for size, seconds in row["seconds_by_bytes"]]}
+        rows = [{"block_bytes": number(row["block_bytes"]),
+                 "seconds_by_bytes": [[number(size), number(seconds)] for size, seconds in row["seconds_by_bytes"]]}
                 for row in host[key]]
     except (KeyError, TypeError, ValueError):
         raise CalibrationError(f"{path}: host.{key} must be [{{block_bytes, seconds_by_bytes: [[bytes, s], ...]}}, ...]") from None
     blocks = [row["block_bytes"] for row in rows]
     for row in rows:
         sizes = [size for size, _ in row["seconds_by_bytes"]]
-        if not sizes or sizes != sorted(set(sizes)) or sizes[0] <= 0 or \
+        # A block's extra may be 0 (as fast as the contiguous message); sizes and blocks may not.
+        if not sizes or sizes != sorted(set(sizes)) or sizes[0] <= 0 or not all(map(math.isfinite, sizes)) or \
                 any(not (math.isfinite(s) and s >= 0) for _, s in row["seconds_by_bytes"]):
-            raise CalibrationError(f"{path}: host.{key}, block {row['block_bytes']:g} B: sizes must be > 0 and "
-                                   f"ascending, seconds finite and >= 0")
-    if blocks != sorted(set(blocks)) or blocks[0] <= 0:
-        raise CalibrationError(f"{path}: host.{key}: block sizes must be > 0 and ascending")
+            raise CalibrationError(f"{path}: host.{key}, block {row['block_bytes']:g} B: sizes must be finite, > 0 "
+                                   f"and ascending, seconds finite and >= 0")
+    if blocks != sorted(set(blocks)) or blocks[0] <= 0 or not all(map(math.isfinite, blocks)):
+        raise CalibrationError(f"{path}: host.{key}: block sizes must be finite, > 0 and ascending")
     return rows
 
 
@@ -164,14 +186,20 @@ def extras_property(table):
     <prop id="tb_noncontiguous_extra_seconds" value={quoteattr(value)}/>"""
 
 
-def vector_path_property(calibration):
+def vector_path_property(calibration, path):
     """The calibration's vector path state around its non-contiguous exchanges (tb-beff's
     calibration.vector_path and vector_path_after) as a zone property for
-    analysis/smpi_vs_measured.py; "" where the calibration did not record both."""
+    analysis/smpi_vs_measured.py; "" where the calibration did not record both, an error where a
+    recorded ratio (vector message time over contiguous) is not a finite number > 0."""
     measured = calibration.get("calibration") if isinstance(calibration.get("calibration"), dict) else {}
-    states = [measured.get(key) for key in ("vector_path", "vector_path_after")]
-    if not all(isinstance(state, dict) and isinstance(state.get("ratio"), (int, float)) for state in states):
+    keys = ("vector_path", "vector_path_after")
+    states = [measured.get(key) for key in keys]
+    if not all(isinstance(state, dict) and "ratio" in state for state in states):
         return ""
+    for key, state in zip(keys, states):
+        ratio = state["ratio"]
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio < math.inf:
+            raise CalibrationError(f"{path}: calibration.{key}.ratio is {ratio!r}; it must be a finite number > 0")
     value = ",".join(f"{state['ratio']:.4g}" for state in states)
     return f"""
     <prop id="tb_calibration_vector_path" value={quoteattr(value)}/>"""
@@ -188,8 +216,8 @@ def platform(calibration, path, cores, command, datatype_engine=False, extras=No
     engine = engine_property(engine_table(calibration, path)) if datatype_engine else ""
     if extras is not None:
         engine = extras_property(extras)
-    engine += vector_path_property(calibration)
-    measured = calibration.get("calibration", {})
+    engine += vector_path_property(calibration, path)
+    measured = calibration.get("calibration") if isinstance(calibration.get("calibration"), dict) else {}
     library = comment_text(measured.get("mpi_library", "the MPI library tb-beff ran on"))
     when = comment_text(measured.get("timestamp_utc", "an unrecorded time"))
     lat_us = f"{latency * 1e6:.4f}us"
@@ -227,7 +255,9 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("calibration", help="tb-beff --fit-out's JSON")
     parser.add_argument("--out", required=True, help="the platform file to write")
-    parser.add_argument("--cores", type=int, default=2, help="cores of the node (default 2)")
+    parser.add_argument("--cores", type=int, default=2,
+                        help=f"cores of the node, 1 to {MAX_CORES}: the most CPUs an x86-64 Linux kernel supports "
+                             f"(NR_CPUS with MAXSMP), since the node is one host (default 2)")
     parser.add_argument("--measured-by", default="mpiexec.mpich -n 2 build/mpich/bin/tb-beff --fit-out host.json",
                         help="the command that wrote the calibration, recorded in the platform")
     price = parser.add_mutually_exclusive_group()
@@ -239,19 +269,25 @@ def main(argv):
                        help="add the library's datatype engine (one MPI_Pack pass at its measured rate) instead, an "
                             "experiment (docs/results/2026-12-04-smpi-datatype-engine.md)")
     args = parser.parse_args(argv)
-    if args.cores < 1:
-        parser.error(f"--cores must be at least 1, not {args.cores}")
+    if not 1 <= args.cores <= MAX_CORES:
+        parser.error(f"--cores must be from 1 to {MAX_CORES} (one host's CPUs), not {args.cores}")
     try:
         with open(args.calibration) as f:
             calibration = json.load(f)
+        if not isinstance(calibration, dict):
+            raise CalibrationError(f"{args.calibration}: not a JSON object (write it with tb-beff --fit-out)")
         extras = extras_table(calibration, args.calibration) if args.noncontiguous_extras else None
         text = platform(calibration, args.calibration, args.cores, args.measured_by,
                         datatype_engine=args.datatype_engine, extras=extras)
     except (OSError, json.JSONDecodeError, CalibrationError) as e:
         print(f"host_platform.py: {e}", file=sys.stderr)
         return 2
-    with open(args.out, "w") as f:
-        f.write(text)
+    try:
+        with open(args.out, "w") as f:
+            f.write(text)
+    except OSError as e:
+        print(f"host_platform.py: --out {args.out}: cannot be written ({e.strerror})", file=sys.stderr)
+        return 2
     if extras is not None:
         mine = "with" if "self_send" in extras else "without"
         print(f"host_platform.py: wrote {args.out}, with the measured non-contiguous extras, {mine} those of a "

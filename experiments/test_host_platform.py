@@ -1,4 +1,6 @@
 """experiments/host_platform.py: a platform of this host whose SMPI factors reproduce measured messages."""
+import contextlib
+import io
 import json
 import os
 import sys
@@ -66,11 +68,50 @@ class HostPlatform(unittest.TestCase):
             host_platform.message_curve({"host": {}}, "c.json")
         with self.assertRaisesRegex(host_platform.CalibrationError, "at least 2 sizes"):
             host_platform.message_curve(calibration([[1, 1e-6]]), "c.json")
-        with self.assertRaisesRegex(host_platform.CalibrationError, "both must be > 0"):
+        with self.assertRaisesRegex(host_platform.CalibrationError, "has 0 s at 64 B; sizes and times must be finite"):
             host_platform.message_curve(calibration([[1, 1e-6], [64, 0]]), "c.json")
         with tempfile.TemporaryDirectory() as d:
             self.assertEqual(host_platform.main([os.path.join(d, "missing.json"), "--out", os.path.join(d, "p.xml")]), 2)
             self.assertFalse(os.path.exists(os.path.join(d, "p.xml")))
+
+    def test_a_malformed_message_curve_is_refused_by_name_and_nothing_written(self):
+        for curve, message in [([[64, float("nan")], [4096, 2e-6], [65536, 1e-5]],
+                                "c.json: host.message_seconds_by_bytes has nan s at 64 B; sizes and times must be "
+                                "finite and > 0"),
+                               ([[64, 1e-6], [4096, float("inf")], [65536, 1e-5]], "has inf s at 4096 B"),
+                               ([[float("inf"), 1e-6], [64, 1e-6]], "has 1e-06 s at inf B"),
+                               ([[64, 1e-6], [64, 2e-6]], "c.json: host.message_seconds_by_bytes lists 64 B twice"),
+                               ([[True, 1e-6], [4096, 2e-6]], r"must be \[\[bytes, s\], ...\], all numbers"),
+                               ([["64", 1e-6], [4096, 2e-6]], "all numbers")]:
+            with tempfile.TemporaryDirectory() as d:
+                path, out = written(d, "c.json", calibration(curve)), os.path.join(d, "p.xml")
+                stderr = io.StringIO()
+                with contextlib.redirect_stderr(stderr):
+                    self.assertEqual(host_platform.main([path, "--out", out]), 2)
+                self.assertRegex(stderr.getvalue(), "host_platform.py: .*" + message)
+                self.assertFalse(os.path.exists(out))
+
+    def test_an_unwritable_out_or_a_bad_core_count_is_refused_by_name(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = written(d, "c.json", calibration())
+            for out, why in [(os.path.join(d, "missing", "p.xml"), "No such file"), (d, "Is a directory")]:
+                stderr = io.StringIO()
+                with contextlib.redirect_stderr(stderr):
+                    self.assertEqual(host_platform.main([path, "--out", out]), 2)
+                self.assertIn(f"host_platform.py: --out {out}: cannot be written ({why}", stderr.getvalue())
+            self.assertEqual(os.listdir(d), ["c.json"])
+            for cores in ("0", "100000000"):
+                stderr = io.StringIO()
+                with contextlib.redirect_stderr(stderr), self.assertRaises(SystemExit) as exit:
+                    host_platform.main([path, "--out", os.path.join(d, "p.xml"), "--cores", cores])
+                self.assertEqual(exit.exception.code, 2)
+                self.assertIn(f"--cores must be from 1 to 8192 (one host's CPUs), not {cores}", stderr.getvalue())
+            self.assertEqual(host_platform.main([path, "--out", os.path.join(d, "p.xml"), "--cores", "8192"]), 0)
+            stderr = io.StringIO()
+            with contextlib.redirect_stderr(stderr):
+                self.assertEqual(host_platform.main([written(d, "list.json", [1]), "--out", os.path.join(d, "q.xml"),
+                                                     "--noncontiguous-extras"]), 2)
+            self.assertIn("list.json: not a JSON object", stderr.getvalue())
 
     def test_the_library_engine_is_a_zone_property_when_asked_for(self):
         with_table = calibration()
@@ -92,9 +133,12 @@ class HostPlatform(unittest.TestCase):
             self.assertEqual(platform_network.network(out)["cluster"]["nodes"], 1)
 
     def test_a_bad_library_engine_is_refused_by_name(self):
-        for library, message in [({"bandwidth_by_bytes": [[65536, 0]]}, "both must be finite and > 0"),
-                                 ({"bandwidth_by_bytes": [[65536, float("inf")]]}, "both must be finite and > 0"),
-                                 ({"bandwidth_by_bytes": [[65536, 1e9], [65536, 2e9]]}, "a size twice"),
+        rates = "sizes and rates must be finite and > 0"
+        for library, message in [({"bandwidth_by_bytes": [[65536, 0]]}, rates),
+                                 ({"bandwidth_by_bytes": [[65536, float("inf")]]}, "has inf B/s at 65536 B; " + rates),
+                                 ({"bandwidth_by_bytes": [[65536, 1e9], [65536, 2e9]]}, "lists 65536 B twice"),
+                                 ({"bandwidth_by_bytes": [[True, 1e9]]}, r"must be \[\[bytes, bytes/s\], ...\]"),
+                                 ({"copy_bandwidth_bytes_per_s": float("nan")}, "copy_bandwidth_bytes_per_s has nan"),
                                  ({"bandwidth_by_bytes": [[65536]]}, r"must be \[\[bytes, bytes/s\], ...\]"),
                                  ({"per_block_s": 0}, "no library.bandwidth_by_bytes"),
                                  ("fast", "no library.bandwidth_by_bytes")]:
@@ -150,14 +194,27 @@ class HostPlatform(unittest.TestCase):
         recorded["calibration"]["vector_path_after"] = None  # no partner at the end: not a state pair
         self.assertNotIn('"tb_calibration_vector_path"', host_platform.platform(recorded, "c", 2, "cmd"))
         self.assertNotIn('"tb_calibration_vector_path"', host_platform.platform(calibration(), "c", 2, "cmd"))
+        for ratio in (float("nan"), True, 0, None):
+            recorded["calibration"]["vector_path_after"] = {"ratio": ratio}
+            message = f"c.json: calibration.vector_path_after.ratio is {ratio!r}; it must be a finite"
+            with self.assertRaisesRegex(host_platform.CalibrationError, message):
+                host_platform.platform(recorded, "c.json", 2, "cmd")
 
     def test_bad_noncontiguous_extras_are_refused_by_name(self):
         good = [{"block_bytes": 64, "seconds_by_bytes": [[4096, 1e-6]]}]
+
+        def row(block, size, seconds):
+            return [{"block_bytes": block, "seconds_by_bytes": [[size, seconds]]}]
         for send, message in [(None, "no host.noncontiguous_send_extra_seconds"),
                               ([{"block_bytes": 64}], "must be \\[\\{block_bytes"),
                               ([{"block_bytes": 64, "seconds_by_bytes": [[4096, -1e-6]]}], "seconds finite and >= 0"),
                               ([{"block_bytes": 64, "seconds_by_bytes": [[8192, 1e-6], [4096, 1e-6]]}], "ascending"),
-                              (good + good, "block sizes must be > 0 and ascending")]:
+                              (row(64, 4096, float("nan")), "seconds finite"),
+                              (row(64, float("inf"), 1e-6), "sizes must be finite"),
+                              (row(True, 4096, 1e-6), "must be \\[\\{block_bytes"),
+                              (row(64, 4096, False), "must be \\[\\{block_bytes"),
+                              (row(float("nan"), 4096, 1e-6), "block sizes must be finite"),
+                              (good + good, "block sizes must be finite, > 0 and ascending")]:
             bad = calibration()
             bad["host"]["noncontiguous_recv_extra_seconds"] = good
             if send is not None:

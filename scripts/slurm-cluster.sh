@@ -18,12 +18,35 @@
 set -uo pipefail
 
 usage() { echo "usage: $0 start|stop|status [DIR]  (DIR: \$TB_SLURM_DIR, default /tmp/tb-slurm)" >&2; exit 2; }
-[ $# -ge 1 ] && [ $# -le 2 ] || usage
+bad_argument() { echo "slurm-cluster: $*" >&2; usage; }
+bad_setting() { echo "slurm-cluster: $*" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+# An option-like word is a mistake, never a DIR (write ./-name for such a directory).
+for arg in "$@"; do
+  case "$arg" in -*) bad_argument "unknown option '$arg'" ;; esac
+done
+[ $# -le 2 ] || bad_argument "unexpected argument '$3' (one DIR at most)"
 action=$1
+case "$action" in start|stop|status) ;; *) bad_argument "unknown action '$action'" ;; esac
 dir=${2:-${TB_SLURM_DIR:-/tmp/tb-slurm}}
 case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
-dir=${dir%/}
+dir=$(realpath -m -s -- "$dir")  # lexically: no trailing /, ., .. or //
+[ "$dir" != / ] || bad_argument "DIR must not be / (its run, log, munge and state folders would be the system's)"
+# The settings are whole numbers; bash's (( )) would take a word such as 'abc' for 0.
 wait_s=${TB_SLURM_WAIT:-60}
+[[ $wait_s =~ ^[0-9]{1,5}$ ]] && ((10#$wait_s > 0)) ||
+  bad_setting "TB_SLURM_WAIT='$wait_s': use seconds > 0 (a whole number, at most 99999)"
+wait_s=$((10#$wait_s))
+if [ -n "${TB_SLURM_PORT:-}" ]; then
+  [[ $TB_SLURM_PORT =~ ^[0-9]{1,5}$ ]] && ((10#$TB_SLURM_PORT >= 1 && 10#$TB_SLURM_PORT <= 65534)) ||
+    bad_setting "TB_SLURM_PORT='$TB_SLURM_PORT': use a port from 1 to 65534 (slurmd takes the next one)"
+  TB_SLURM_PORT=$((10#$TB_SLURM_PORT))
+fi
+if [ -n "${TB_SLURM_CPUS:-}" ]; then
+  [[ $TB_SLURM_CPUS =~ ^[0-9]{1,4}$ ]] && ((10#$TB_SLURM_CPUS > 0)) ||
+    bad_setting "TB_SLURM_CPUS='$TB_SLURM_CPUS': use a CPU count > 0"
+  TB_SLURM_CPUS=$((10#$TB_SLURM_CPUS))
+fi
 conf=$dir/slurm.conf
 socket=$dir/munge/munge.socket
 export SLURM_CONF=$conf
