@@ -102,6 +102,32 @@ def load_json(path):
         return json.load(f)
 
 
+def load_object(path, what, name=None):
+    """A JSON file that must hold one object (`what`: "a calibration object"); the errors name the
+    file (as `name` where given: "base FILE")."""
+    name = name or path
+    try:
+        doc = load_json(path)
+    except ValueError as e:  # not JSON, or not text
+        raise ValueError(f"{name}: not JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{name}: not {what}")
+    return doc
+
+
+def is_positive(value):
+    """Whether a JSON value is a time or a size a measurement can have: a finite number above 0."""
+    return is_number(value) and math.isfinite(value) and value > 0
+
+
+def result_rows(path):
+    """The rows of a tb-redistribute --json file ("results"), each an object."""
+    rows = load_object(path, "a tb-redistribute JSON object").get("results")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f'{path}: "results" must be a list of rows')
+    return rows
+
+
 def algorithm_of(method):
     """tb-redistribute's method column as an algorithm name: "alltoallw:node_leader (on-node: ...)"
     -> "node_leader", "local_remap" -> "local_remap"."""
@@ -186,9 +212,13 @@ def bench_samples(path, state="all", tally=None, every=None):
     each counted in `tally` when one is given; `every`, when given, gets every pass whatever its
     state, in the same shape (one reading of the file for both)."""
     points = {}
-    doc = load_json(path)
+    doc = load_object(path, "a tb-bench JSON object")
     launch = launch_ratio(doc, kind_of(state))
-    for b in doc.get("benchmarks", []):
+    benchmarks = doc.get("benchmarks", [])
+    if not isinstance(benchmarks, list) or not all(isinstance(b, dict) and isinstance(b.get("name"), str)
+                                                   for b in benchmarks):
+        raise ValueError(f'{path}: "benchmarks" must be a list of objects, each with a name')
+    for b in benchmarks:
         m = BENCH_NAME.match(b["name"])
         if not m or b.get("run_type", "iteration") != "iteration" or ":" in m["algorithm"]:
             continue
@@ -197,6 +227,8 @@ def bench_samples(path, state="all", tally=None, every=None):
         unit = b.get("time_unit", "ns")
         if unit not in TIME_UNIT_S:
             raise ValueError(f"{path}: benchmark {b['name']}: unknown time unit '{unit}'")
+        if not is_positive(b.get("real_time")):
+            raise ValueError(f"{path}: benchmark {b['name']}: real_time {b.get('real_time')} is not a time > 0")
         point = Point("tb-bench", m["layout"], int(m["bytes"]))
         kept = points.setdefault(point, {}).setdefault(m["algorithm"], [])
         seconds = b["real_time"] * TIME_UNIT_S[unit]
@@ -591,7 +623,10 @@ def parse_size(text):
 def sweep_sizes(text):
     """tb-bench's -m MIN:MAX: the powers of two from MIN to MAX."""
     lo, _, hi = text.partition(":")
-    lo, hi = parse_size(lo), parse_size(hi or lo)
+    try:
+        lo, hi = parse_size(lo), parse_size(hi or lo)
+    except ValueError as e:
+        raise ValueError(f"--sizes {text}: {e}") from None
     if lo & (lo - 1) or hi < lo:
         raise ValueError(f"--sizes {text}: MIN must be a power of two and MAX at least MIN")
     sizes = []
@@ -603,7 +638,10 @@ def sweep_sizes(text):
 
 def vector_block(layout):
     """vector<B>'s block bytes B (a power of two; K and M suffixes), as tb-bench reads it."""
-    b = parse_size(layout[len("vector"):])
+    try:
+        b = parse_size(layout[len("vector"):])
+    except ValueError as e:
+        raise ValueError(f"layout '{layout}': B {e}") from None
     if b & (b - 1):
         raise ValueError(f"layout '{layout}': B must be a power of two (vector64, vector4K)")
     return b
@@ -627,10 +665,23 @@ def bench_pattern(layout, nbytes, ranks):
             f"({nbytes} B), {ranks} ranks", "pairs": pairs}
 
 
+# tb-model's largest pattern (fpga_transport/pattern.cpp's kMaxPatternRanks): ranks x ranks pairs.
+MAX_PATTERN_RANKS = 4096
+
+
 def patterns(args):
     layouts = [l for l in args.layouts.split(",") if l]
+    if not layouts:
+        raise ValueError(f"--layouts '{args.layouts}': no layout given")
     if args.ranks < 1:
         raise ValueError(f"--ranks {args.ranks}: at least 1")
+    if args.ranks > MAX_PATTERN_RANKS:
+        raise ValueError(f"--ranks {args.ranks}: at most {MAX_PATTERN_RANKS} ranks (tb-model's limit on a pattern)")
+    for layout in layouts:  # every layout checked before any pattern is built
+        try:
+            bench_pattern(layout, 1, 1)
+        except ValueError as e:
+            raise ValueError(f"--layouts {args.layouts}: {e}") from None
     calls = [(layout, n) for layout in layouts for n in sweep_sizes(args.sizes)]
     lines = [json.dumps(bench_pattern(layout, n, args.ranks)) for layout, n in calls]
     with open(args.out, "w") as f:
@@ -653,9 +704,9 @@ def memory_from_floors(measured_paths, base):
     give the median of their bandwidths."""
     tables = {"memcpy_floor": {}, "streaming_copy": {}}  # method -> bytes -> [bandwidth per run]
     for path in measured_paths:
-        doc = load_json(path)
+        results = result_rows(path)
         for method, points in tables.items():
-            rows = [r for r in doc["results"] if r["method"] == method]
+            rows = [r for r in results if r.get("method") == method]
             if not rows:
                 if method == "memcpy_floor":
                     raise ValueError(f"{path}: no memcpy_floor row")
@@ -663,9 +714,10 @@ def memory_from_floors(measured_paths, base):
             if "median_s" not in rows[0]:
                 raise ValueError(f"{path}: the {method} row has no median_s (the floor is taken as a median, "
                                  "as every measured time)")
-            nbytes, seconds = rows[0]["local_bytes_max"], rows[0]["median_s"]
-            if nbytes <= 0 or seconds <= 0:
-                raise ValueError(f"{path}: the {method} row needs bytes and time above 0")
+            nbytes, seconds = rows[0].get("local_bytes_max"), rows[0]["median_s"]
+            if not (is_positive(nbytes) and is_positive(seconds)):
+                raise ValueError(f"{path}: the {method} row needs finite bytes and time above 0 (local_bytes_max "
+                                 f"{nbytes}, median_s {seconds})")
             points.setdefault(float(nbytes), []).append(nbytes / seconds)
     model = dict(base)
     model.pop("source", None)
@@ -679,7 +731,7 @@ def memory_from_floors(measured_paths, base):
 
 
 def memory(args):
-    model = memory_from_floors(args.measured, load_json(args.base))
+    model = memory_from_floors(args.measured, load_object(args.base, "a memory model object", f"base {args.base}"))
     with open(args.out, "w") as f:
         json.dump(model, f, indent=2)
     return 0
@@ -697,6 +749,20 @@ def is_curve(value):
     """Whether `value` is a measured curve: [[x, y], ...] of numbers, x its coordinate."""
     return isinstance(value, list) and bool(value) and all(
         isinstance(p, list) and len(p) == 2 and all(is_number(v) for v in p) for p in value)
+
+
+def check_measured(value, path, where):
+    """Refuses a calibration's number that no measurement gives: tb-beff writes times, sizes and
+    bandwidths, each finite and >= 0 (its extras are clamped at 0, and so is the Hockney fit)."""
+    if is_number(value):
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{path}: {where} is {value} (must be finite and >= 0)")
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            check_measured(inner, path, f"{where}.{key}" if where else key)
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            check_measured(inner, path, f"{where}[{i}]")
 
 
 def median_of(values, paths, where):
@@ -743,13 +809,12 @@ def host_median(hosts):
     """One host network from several tb-beff calibrations: the median of each measured value."""
     if not hosts:
         raise ValueError("host-median needs at least one calibration")
-    specs = []
-    for path in hosts:
-        try:
-            specs.append(load_json(path))
-        except ValueError as e:
-            raise ValueError(f"{path}: not JSON ({e})") from None
+    specs = [load_object(path, "a calibration object") for path in hosts]
     calibrations = [spec.pop("calibration", {}) for spec in specs]
+    for path, spec, c in zip(hosts, specs, calibrations):
+        if not isinstance(c, dict):
+            raise ValueError(f'{path}: "calibration" must be an object (tb-beff --fit-out\'s block)')
+        check_measured(spec, path, "")
     stamps = [c.pop("timestamp_utc", None) for c in calibrations]
     states = [c.pop("cross_core_handoff", None) for c in calibrations]  # each launch's own
     ends = [c.pop("cross_core_handoff_after", None) for c in calibrations]
@@ -925,7 +990,7 @@ def launches_in(paths, state):
     kept, kind = [], kind_of(state)
     key = kind.launch_keys[0]
     for path in paths:
-        doc = load_json(path)
+        doc = load_object(path, "a calibration object")  # state_calibrations: tb-beff calibrations
         ratio = launch_ratio(doc, kind)
         if ratio is None:
             recorded = any(isinstance(h, dict) and h.get(key) in (None, "null") and

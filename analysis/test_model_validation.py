@@ -19,6 +19,22 @@ from model_validation import Comparison, Point  # noqa: E402
 KIB, MIB = 1 << 10, 1 << 20
 
 
+def run_failing(tmp, *argv):
+    """main's exit status and stderr for `argv` (after the script's name), and whether it wrote
+    anything into `tmp` beside the inputs already there."""
+    before = set(os.listdir(tmp))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        code = model_validation.main(["model_validation.py", *argv])
+    return code, err.getvalue(), sorted(set(os.listdir(tmp)) - before)
+
+
+def write_text(tmp, name, text):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def measured(tmp, name, floor_bytes, floor_s, with_floor=True, streaming_s=None, floor_fastest_s=None):
     """A tb-redistribute JSON whose floors have the median `floor_s` (and `streaming_s`); their
     fastest is floor_fastest_s (default: half the median), which the model must not use."""
@@ -81,6 +97,35 @@ class MemoryFromFloors(unittest.TestCase):
             path = measured(tmp, "no-floor.json", 4096, 1e-7, with_floor=False)
             with self.assertRaisesRegex(ValueError, "no-floor.json: no memcpy_floor row"):
                 model_validation.memory_from_floors([path], {})
+
+    def test_a_floor_that_is_not_a_finite_size_and_time_is_an_error_naming_the_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = write_text(tmp, "base.json", '{"copy_bandwidth_bytes_per_s": 1e10, "per_block_s": 1e-9}')
+            for name, nbytes, seconds in (("floor-nan.json", "1048576", "NaN"),
+                                          ("floor-inf.json", "1048576", "Infinity"),
+                                          ("floor-str.json", '"1M"', "1e-4"), ("floor-zero.json", "0", "1e-4")):
+                floor = write_text(tmp, name, f'{{"results": [{{"method": "memcpy_floor", "local_bytes_max": {nbytes}, '
+                                              f'"median_s": {seconds}}}]}}')
+                code, err, written = run_failing(tmp, "memory-from-floors", os.path.join(tmp, "mem.json"), base, floor)
+                self.assertEqual((code, written), (1, []), name)
+                self.assertIn(f"{name}: the memcpy_floor row needs finite bytes and time above 0", err)
+
+    def test_files_of_another_shape_are_errors_naming_them(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = write_text(tmp, "base.json", '{"per_block_s": 1e-9}')
+            floor = measured(tmp, "m.json", 4096, 1e-7)
+            cases = ((base, write_text(tmp, "rows.json", '{"results": {"method": "memcpy_floor"}}'),
+                      r'\S*rows.json: "results" must be a list of rows'),
+                     (base, write_text(tmp, "row5.json", '{"results": [5]}'),
+                      r'\S*row5.json: "results" must be a list'),
+                     (base, write_text(tmp, "list.json", "[1]"), r"\S*list.json: not a tb-redistribute JSON object"),
+                     (write_text(tmp, "base-list.json", "[1]"), floor, r"base \S*base-list.json: not a memory model"),
+                     (write_text(tmp, "garbage.txt", "garbage"), floor, r"base \S*garbage.txt: not JSON"))
+            for base_path, floor_path, message in cases:
+                code, err, written = run_failing(tmp, "memory-from-floors", os.path.join(tmp, "mem.json"), base_path,
+                                                 floor_path)
+                self.assertEqual((code, written), (1, []), message)
+                self.assertRegex(err, rf"^model_validation.py memory-from-floors: error: {message}")
 
 
 def comparison(algorithm, measured_s, predicted_s, nbytes=64 * KIB, layout="contiguous", source="tb-bench"):
@@ -540,6 +585,21 @@ class BenchPatterns(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "not a size"):
             model_validation.sweep_sizes("1X:4M")
 
+    def test_patterns_refuses_bad_options_naming_them_before_writing(self):
+        # too many ranks last: without its check it builds ranks^2 pairs in memory
+        cases = ((["--sizes", "1K:4K", "--layouts", ","], "--layouts ',': no layout given"),
+                 (["--sizes", "0:4K"], "--sizes 0:4K: '0' is not a size in bytes"),
+                 (["--sizes", "1K:4K", "--layouts", "contiguous,vector0"],
+                  "--layouts contiguous,vector0: layout 'vector0': B '0' is not a size in bytes"),
+                 (["--sizes", "1:1", "--ranks", "0"], "--ranks 0: at least 1"),
+                 (["--sizes", "1:1", "--ranks", "100000"], "--ranks 100000: at most 4096 ranks"))
+        with tempfile.TemporaryDirectory() as tmp:
+            for options, message in cases:
+                code, err, written = run_failing(tmp, "patterns", os.path.join(tmp, "p.jsonl"), *options)
+                self.assertEqual((code, written), (1, []), message)
+                self.assertIn(f"model_validation.py patterns: error: {message}", err)
+        self.assertEqual(model_validation.MAX_PATTERN_RANKS, 4096, "fpga_transport/pattern.cpp's kMaxPatternRanks")
+
     def test_sweep_is_the_powers_of_two_from_min_to_max(self):
         self.assertEqual(model_validation.sweep_sizes("1K:8K"), [1024, 2048, 4096, 8192])
         self.assertEqual(model_validation.sweep_sizes("4M"), [4 * MIB])
@@ -644,6 +704,31 @@ class Overheads(unittest.TestCase):
             code, err, _ = self.overheads(tmp, [path], "all")
         self.assertEqual(code, 1)
         self.assertIn("no tb-bench benchmark at 1 B per peer, contiguous", err)
+
+
+    def test_a_benchmark_time_that_is_not_a_time_above_zero_is_an_error_naming_it(self):
+        name = "alltoallw/contiguous/native/1/manual_time"
+        with tempfile.TemporaryDirectory() as tmp:
+            for time in ("NaN", "-1.0", '"fast"', "0", "Infinity"):
+                path = write_text(tmp, "ov.json", f'{{"benchmarks": [{{"name": "{name}", "real_time": {time}, '
+                                                  '"time_unit": "us"}]}')
+                code, err, written = run_failing(tmp, "overheads", os.path.join(tmp, "o.json"), path)
+                self.assertEqual((code, written), (1, []), time)
+                self.assertRegex(err, rf"ov.json: benchmark {name}: real_time \S+ is not a time > 0")
+            self.assertIn("real_time nan is not a time > 0", run_failing(
+                tmp, "overheads", os.path.join(tmp, "o.json"),
+                write_text(tmp, "n.json", f'{{"benchmarks": [{{"name": "{name}", "real_time": NaN}}]}}'))[1])
+
+    def test_files_of_another_shape_are_errors_naming_them(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for text, message in (('{"benchmarks": {"a": 1}}', '"benchmarks" must be a list of objects'),
+                                  ('{"benchmarks": [5]}', '"benchmarks" must be a list of objects'),
+                                  ('{"benchmarks": [{"real_time": 1}]}', '"benchmarks" must be a list of objects'),
+                                  ("[1, 2]", "not a tb-bench JSON object"), ("garbage", "not JSON")):
+                path = write_text(tmp, "ov.json", text)
+                code, err, written = run_failing(tmp, "overheads", os.path.join(tmp, "o.json"), path)
+                self.assertEqual((code, written), (1, []), text)
+                self.assertIn(f"ov.json: {message}", err)
 
 
 class HostMedian(unittest.TestCase):
@@ -830,6 +915,36 @@ class HostMedian(unittest.TestCase):
                 f.write("{not json")
             with self.assertRaisesRegex(ValueError, "bad.json: not JSON"):
                 model_validation.host_median([a, bad])
+
+    def test_a_measured_value_that_is_not_finite_and_at_least_zero_is_an_error_naming_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            good = calibration(tmp, "good.json", 1, "t0", alpha_s=0.0)  # 0: the fit and the extras clamp at 0
+            extra = [{"block_bytes": 64.0, "seconds_by_bytes": [[4096.0, 0.0], [262144.0, 9e-5]]}]
+            zero = calibration(tmp, "zero.json", 1, "t1", noncontiguous_send_extra_seconds=extra)
+            self.assertEqual(model_validation.host_median([good, zero])["host"]["alpha_s"], 0.0)
+            cases = ({"alpha_s": float("nan")}, "host.alpha_s is nan"), \
+                    ({"beta_s_per_byte": -1e-10}, "host.beta_s_per_byte is -1e-10"), \
+                    ({"message_seconds_by_bytes": [[1.0, 4e-7], [1024.0, float("inf")]]},
+                     r"host.message_seconds_by_bytes\[1\]\[1\] is inf")
+            for changes, message in cases:
+                bad = calibration(tmp, "bad.json", 1, "t2", **changes)
+                out = os.path.join(tmp, "hm.json")
+                code, err, written = run_failing(tmp, "host-median", out, bad, bad, good)
+                self.assertEqual((code, written), (1, []), message)
+                self.assertRegex(err, rf"host-median: error: \S*bad.json: {message} \(must be finite and >= 0\)")
+
+    def test_files_that_are_not_calibrations_are_errors_naming_them(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            good = calibration(tmp, "good.json", 1, "t0")
+            listed = write_text(tmp, "list.json", "[1, 2]")
+            block = write_text(tmp, "block.json", '{"kind": "host", "host": {"alpha_s": 2e-6}, "calibration": "x"}')
+            for options, path, message in (([], listed, "list.json: not a calibration object"),
+                                           (["--state", "fast"], listed, "list.json: not a calibration object"),
+                                           ([], block, 'block.json: "calibration" must be an object')):
+                code, err, written = run_failing(tmp, "host-median", *options, os.path.join(tmp, "hm.json"), path, good)
+                self.assertEqual((code, written), (1, []), message)
+                self.assertIn(message, err)
+                self.assertNotIn("Traceback", err)
 
     def test_a_refused_merge_writes_no_file(self):
         with tempfile.TemporaryDirectory() as tmp:
