@@ -103,6 +103,10 @@ def error_text(row):
     return row["note"] if row["error"] is None else f"{row['error'] * 100:+.1f} %"
 
 
+class ModelError(Exception):
+    """tb-model failed on a point, or wrote no CSV this script can read."""
+
+
 def model_times(tb_model, network, memory, key, csv_path):
     ranks, shape, grid, src, dst, element, per_node, inner = key
     command = [tb_model, "--shape", shape.replace("x", ","), "--grid", grid.replace("x", ","),
@@ -112,9 +116,17 @@ def model_times(tb_model, network, memory, key, csv_path):
         command += ["--ranks-per-node", str(per_node)]
     if inner:
         command += ["--inner", str(inner)]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    with open(csv_path) as f:
-        return {row["algorithm"]: float(row["total_s"]) for row in csv.DictReader(f)}
+    try:
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    except subprocess.CalledProcessError as e:
+        raise ModelError(f"--tb-model {tb_model} failed (exit {e.returncode}) on point {key}") from None
+    except OSError as e:
+        raise ModelError(f"--tb-model {tb_model} could not run on point {key} ({e.strerror})") from None
+    try:
+        with open(csv_path) as f:
+            return {row["algorithm"]: float(row["total_s"]) for row in csv.DictReader(f)}
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        raise ModelError(f"--tb-model {tb_model} wrote no readable --csv on point {key} ({e!r})") from None
 
 
 def compare(points, tb_model, network, out):
@@ -186,37 +198,16 @@ def plot(rows, path):
     fig.savefig(path, dpi=120)
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("store")
-    parser.add_argument("--platform", required=True, help="the platform file, as the store names it")
-    parser.add_argument("--tb-model", default=os.path.join(ROOT, "build", "mpich", "bin", "tb-model"),
-                        help="the tb-model to run (default: build/mpich's)")
-    parser.add_argument("--out", help="folder for the network, the model's CSVs and the comparison")
-    args = parser.parse_args(argv)
-    try:
-        points = simulated_points(args.store, args.platform)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"model_vs_smpi.py: error: {args.store}: not a readable store of run.py rows: {e!r}", file=sys.stderr)
-        return 2
-    if not points:
-        print(f"model_vs_smpi.py: error: {args.store} has no tb-redistribute rows simulated with compute off on "
-              f"{args.platform}", file=sys.stderr)
-        return 2
-    if not os.access(args.tb_model, os.X_OK):
-        print(f"model_vs_smpi.py: error: --tb-model {args.tb_model} is not an executable (scripts/build.sh mpich)",
-              file=sys.stderr)
-        return 2
-    out = args.out or tempfile.mkdtemp(prefix="model_vs_smpi.")
-    os.makedirs(out, exist_ok=True)
+def compare_in(args, points, out):
+    """main's comparison with its files in the folder `out`; the exit status."""
     network = os.path.join(out, "network.json")
     try:
         with open(network, "w") as f:
             json.dump(platform_network.network(args.platform), f, indent=1)
-    except platform_network.PlatformError as e:
+        rows = compare(points, args.tb_model, network, out)
+    except (platform_network.PlatformError, ModelError) as e:
         print(f"model_vs_smpi.py: error: {e}", file=sys.stderr)
         return 2
-    rows = compare(points, args.tb_model, network, out)
     if not rows:
         print(f"model_vs_smpi.py: error: no simulated method of {args.store} is one tb-model costs", file=sys.stderr)
         return 2
@@ -231,6 +222,39 @@ def main(argv):
             writer.writerows(rows)
         plot(rows, os.path.join(out, "comparison.png"))
     return 0
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("store")
+    parser.add_argument("--platform", required=True, help="the platform file, as the store names it")
+    parser.add_argument("--tb-model", default=os.path.join(ROOT, "build", "mpich", "bin", "tb-model"),
+                        help="the tb-model to run (default: build/mpich's)")
+    parser.add_argument("--out", help="folder for the network, the model's CSVs and the comparison")
+    args = parser.parse_args(argv)
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        parser.error(f"--out {args.out}: not a folder")
+    try:
+        points = simulated_points(args.store, args.platform)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"model_vs_smpi.py: error: {args.store}: not a readable store of run.py rows: {e!r}", file=sys.stderr)
+        return 2
+    if not points:
+        print(f"model_vs_smpi.py: error: {args.store} has no tb-redistribute rows simulated with compute off on "
+              f"{args.platform}", file=sys.stderr)
+        return 2
+    if not (os.path.isfile(args.tb_model) and os.access(args.tb_model, os.X_OK)):
+        print(f"model_vs_smpi.py: error: --tb-model {args.tb_model} is not an executable file (scripts/build.sh mpich)",
+              file=sys.stderr)
+        return 2
+    if args.out:
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            parser.error(f"--out {args.out}: cannot be made ({e.strerror})")
+        return compare_in(args, points, args.out)
+    with tempfile.TemporaryDirectory(prefix="model_vs_smpi.") as out:  # the network and CSVs: removed after
+        return compare_in(args, points, out)
 
 
 if __name__ == "__main__":

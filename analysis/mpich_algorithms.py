@@ -63,11 +63,62 @@ EXPERIMENTS = ("mpich_algorithms", "mpich_selection", "mpich_slab", "mpich_pack"
 CSEL_MAX_BOUND = 2**31 - 1
 
 
+# {tool: (the fields this script reads of its rows, those of them that must be > 0)}; check_rows.
+ROW_FIELDS = {"tb-bench": (("mode", "mpi", "ranks", "layout", "algorithm"), ("time_s",)),
+              "tb-redistribute": (("mode", "mpi", "ranks", "global_shape", "method"),
+                                  ("fastest_s", "median_s", "fastest_over_floor")),
+              "tb-bench-pack": (("name", "mpi", "bytes_per_second"), ())}
+
+
 def load(store):
-    rows = [r for r in read_rows(store) if r.get("experiment") in EXPERIMENTS]
-    if not rows:
+    numbered = [(n, r) for n, r in enumerate(read_rows(store), 1) if r.get("experiment") in EXPERIMENTS]
+    if not numbered:
         raise ValueError(f"{store} holds no results of {', '.join(EXPERIMENTS)} (experiments/mpich_algorithms.sh)")
-    return rows
+    # tb-bench rows without bytes_per_peer (other benchmarks than the sizes') are no points here: size_times
+    check_rows(store, [(n, r) for n, r in numbered if r.get("tool") != "tb-bench" or "bytes_per_peer" in r],
+               ROW_FIELDS)
+    return [r for _, r in numbered]
+
+
+def is_positive(value):
+    """Whether `value` is a finite number > 0 (a time): NaN, 0, negatives, strings and booleans are not."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def row_text(r):
+    """A row's point for messages: "intra, contiguous, mpich:pairwise, 1 B" (the campaign's series
+    names), "intra, contiguous, mpich pairwise, 1 B" (other experiments')."""
+    parts = [str(r[k]) for k in ("mode", "layout", "global_shape", "name") if k in r]
+    what = r.get("algorithm", r.get("method"))
+    tool = r.get("tool")
+    if r.get("experiment") in EXPERIMENTS and (tool == "tb-bench" or tool == "tb-redistribute" and
+                                               redistribute_algorithm(r)):
+        parts.append(series(r))
+    elif what is not None:
+        parts.append(f"{r.get('mpi')} {what}")
+    return ", ".join(parts + ([f"{r['bytes_per_peer']} B"] if "bytes_per_peer" in r else []))
+
+
+def check_rows(store, numbered, fields):
+    """ValueError naming the first of `numbered` ([(row number in the store, row)]) that lacks a
+    field `fields` ({tool: (fields read, fields that must be > 0)}; "*": of every row) names, or
+    holds a value that is not > 0 there: a damaged or hand-edited row, which would otherwise stop
+    the tables with a traceback or put NaN and negative times into them and the selection."""
+    for n, r in numbered:
+        label = f"{r['tool']} row {n}" if isinstance(r.get("tool"), str) else f"row {n}"
+        common, _ = fields.get("*", ((), ()))
+        needed, positive = fields.get(r.get("tool"), ((), ()))
+        for field in common + needed + positive:
+            if field not in r:
+                raise ValueError(f"{store}: {label} has no {field}"
+                                 + (" (not a row of experiments/run.py)" if field in common else ""))
+        for field in positive:
+            if not is_positive(r[field]):
+                value = r[field]
+                shown = f"{value:.3g}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                    else repr(value)
+                what = "a time" if field.endswith("_s") else "a number"
+                raise ValueError(f"{store}: {label} ({row_text(r)}): {field} {shown} is not {what} > 0")
 
 
 def redistribute_algorithm(row):
@@ -93,15 +144,51 @@ def selection_point_args(args, path):
     """experiments/run.py's --args JSON `args` for points that measure the selection file at `path`:
     the file by its absolute path, and a hash of its contents, so that a rewritten file is measured
     again where its path alone would let a store's rows of the old file stand."""
-    point = json.loads(args)
-    if not isinstance(point, dict):
-        raise ValueError(f"--point-args {args}: not a JSON object (experiments/run.py's --args)")
+    point = point_args(args)
     path = os.path.abspath(path)
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
     point["env:MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = path
     point["env:TB_SELECTION_FILE_SHA256"] = digest
     return point
+
+
+def point_args(text):
+    """--point-args' JSON object; ValueError naming the option where it is not one."""
+    try:
+        point = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"--point-args {text!r}: not JSON ({e})") from None
+    if not isinstance(point, dict):
+        raise ValueError(f"--point-args {text}: not a JSON object (experiments/run.py's --args)")
+    return point
+
+
+def read_json(path, option):
+    """The JSON document of the file an option names; ValueError naming both where it cannot be
+    read or is not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise ValueError(f"{option} {path}: cannot be read ({e.strerror})") from None
+    except ValueError as e:
+        raise ValueError(f"{option} {path}: not JSON ({e})") from None
+
+
+def write_selection(path, tree):
+    """Writes `tree` to `path` through PATH.partial, renamed when complete (never a half-written
+    file); the partial file is removed where writing fails."""
+    partial = path + ".partial"
+    try:
+        with open(partial, "w") as f:
+            json.dump(tree, f, indent=2)
+            f.write("\n")
+        os.replace(partial, path)
+    except OSError as e:
+        if os.path.lexists(partial) and not os.path.isdir(partial):
+            os.unlink(partial)
+        raise ValueError(f"--selection-json {path}: cannot be written ({e.strerror})") from None
 
 
 def series(row):
@@ -415,24 +502,22 @@ def main(argv=None):
         parser.error("--selection-json needs --generic")
     if args.point_args is not None and not args.selection_json:
         parser.error("--point-args needs --selection-json")
+    if args.selection_json and os.path.isdir(args.selection_json):  # checked before anything is written
+        parser.error(f"--selection-json {args.selection_json}: is a directory; name the file to write")
+    if args.point_args is not None:
+        try:
+            point_args(args.point_args)
+        except ValueError as e:
+            parser.error(str(e))
     try:
         rows = load(args.store)
         by_ranks = decide_by_ranks(rows, args.uniform) if by_rank_count(rows) else None
         if args.selection_json:
             if by_ranks is None:
                 raise ValueError("no tb-bench points to derive a selection from")
-            with open(args.generic) as f:
-                generic = json.load(f)
-            kept = None
-            if args.merge:
-                with open(args.merge) as f:
-                    kept = previous_branches(json.load(f), args.merge)
-            tree = selection_json(generic, by_ranks, kept)
-            partial = args.selection_json + ".partial"  # then renamed: never a half-written file
-            with open(partial, "w") as f:
-                json.dump(tree, f, indent=2)
-                f.write("\n")
-            os.replace(partial, args.selection_json)
+            generic = read_json(args.generic, "--generic")
+            kept = previous_branches(read_json(args.merge, "--merge"), args.merge) if args.merge else None
+            write_selection(args.selection_json, selection_json(generic, by_ranks, kept))
             print(f"mpich_algorithms.py: wrote {args.selection_json}", file=sys.stderr)
             if args.point_args is not None:
                 print(json.dumps(selection_point_args(args.point_args, args.selection_json)))

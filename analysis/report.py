@@ -30,12 +30,26 @@ import mpich_algorithms  # noqa: E402
 from store import read_rows as store_rows  # noqa: E402
 
 
-def load(store):
+# {tool: (the fields the report reads of its rows, those of them that must be > 0)}; "*": every
+# row's (a row of experiments/run.py). main checks them (mpich_algorithms.check_rows) before the report.
+ROW_FIELDS = {"*": (("experiment", "tool"), ()),
+              "tb-bench": (("mode", "mpi", "ranks", "layout", "algorithm", "bytes_per_peer"), ("time_s",)),
+              "tb-redistribute": (("mode", "mpi", "ranks", "global_shape", "grid", "method"),
+                                  ("fastest_s", "median_s", "fastest_over_floor")),
+              "tb-fft": (("mode", "mpi", "ranks", "global_shape", "grid", "method", "serial", "fft_s",
+                          "redistribute_s"), ("fastest_s",))}
+
+
+def load(store, checked=False):
     """The store's complete rows as a frame (analysis/store.py: damaged lines and partly stored
-    points are reported and skipped). ValueError when nothing is left."""
+    points are reported and skipped). ValueError when nothing is left; with `checked` (the report
+    to be made of them), also where a row lacks a field the report reads or has a time that is
+    not > 0, naming the row."""
     rows = store_rows(store)
     if not rows:
         raise ValueError(f"{store} holds no results")
+    if checked:
+        mpich_algorithms.check_rows(store, list(enumerate(rows, 1)), ROW_FIELDS)
     return with_platform_modes(pd.DataFrame(rows))
 
 
@@ -311,8 +325,10 @@ def main(argv=None):
     parser.add_argument("store")
     parser.add_argument("--out", default="results/report")
     args = parser.parse_args(argv)
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        parser.error(f"--out {args.out}: is a file, not a folder")
     try:
-        path, images = report(load(args.store), args.out)
+        path, images = report(load(args.store, checked=True), args.out)
     except (OSError, ValueError) as e:
         print(f"report.py: error: {e}", file=sys.stderr)
         return 2

@@ -62,8 +62,25 @@ def bytes_per_peer(row):
     return elements * ELEMENT_BYTES[row["element_type"]] // (row["ranks"] * row["ranks"])
 
 
+def positive(value):
+    """Whether `value` is a finite number > 0 (a time, a rank count): NaN, 0, negatives and strings are not."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def check_point(row, key, what, fields):
+    """StoreError naming the point where one of `fields` (the ranks and the times this script
+    divides by or prints) is missing or not > 0: a damaged or hand-edited row."""
+    for field in ("ranks",) + fields:
+        value = row.get(field)
+        if not positive(value):
+            shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+            raise StoreError(f"the {what} point {key} has {field} {shown} (must be > 0)" if field in row
+                             else f"the {what} point {key} has no {field}")
+
+
 def keep_once(side, row, what):
     key = point_key(row)
+    check_point(row, key, what, ("fastest_s", "median_s") if what == "measured" else ("fastest_s",))
     if key in side:
         raise StoreError(f"the {what} point {key} is stored twice (keys {side[key].get('key')} and {row.get('key')}); "
                          "compare one run of each side")
@@ -200,6 +217,8 @@ def main(argv):
     parser.add_argument("--compute", default="on", choices=("on", "off"), help="the simulated rows' run.py --compute")
     parser.add_argument("--out", help="folder for comparison.md, comparison.csv and comparison.png")
     args = parser.parse_args(argv)
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        parser.error(f"--out {args.out}: not a folder")
     platform = platform_as_stored(args.platform)
     try:
         rows = pairs(read_rows(args.store), platform, args.mpi, args.compute)
@@ -217,7 +236,10 @@ def main(argv):
     text = table(rows) + [""] + summary(rows) + calibration_state_lines(rows, states)
     print("\n".join(text))
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            parser.error(f"--out {args.out}: cannot be made ({e.strerror})")
         with open(os.path.join(args.out, "comparison.md"), "w") as f:
             f.write("\n".join(text) + "\n")
         with open(os.path.join(args.out, "comparison.csv"), "w", newline="") as f:

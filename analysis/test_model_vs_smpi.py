@@ -4,11 +4,14 @@ recorded in fixtures/smpi-xc40-64ranks.jsonl (experiments/run.py --mode smpi --c
 experiments/platforms/xc40-dragonfly.xml, 64 ranks, the 512^3 pencil pair of
 experiments/definitions/smpi_model_check.json), which needs a built tb-model: TB_MODEL names it
 (ctest sets it); without it that test is skipped and says so."""
+import contextlib
+import io
 import json
 import os
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
@@ -74,6 +77,66 @@ class ZeroTimes(unittest.TestCase):
         lines = model_vs_smpi.summary(rows)
         self.assertIn("| native | 2 | 1 | SMPI 0, model > 0 (256 ranks, 2->1) |", lines)
         self.assertIn("| node_leader | 2 | 2 | +10.0 % (256 ranks, 2->1) |", lines)
+
+
+class CommandLine(unittest.TestCase):
+    """main's errors, with stand-ins for tb-model (no build needed)."""
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = tmp.name
+        cwd = os.getcwd()
+        os.chdir(ROOT)  # the store names the platform relative to the repository
+        self.addCleanup(os.chdir, cwd)
+        self.store = os.path.join(here, "fixtures", "smpi-xc40-64ranks.jsonl")
+
+    def run_main(self, *options):
+        """(exit status, stdout, stderr); SystemExit's code for a parser error."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = model_vs_smpi.main([self.store, "--platform", PLATFORM, *options])
+            except SystemExit as e:
+                status = e.code
+        return status, out.getvalue(), err.getvalue()
+
+    def fake_model(self, body):
+        path = os.path.join(self.tmp, "tb-model")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def test_an_out_that_is_a_file_and_a_tb_model_that_is_a_folder_are_errors_naming_them(self):
+        named = os.path.join(self.tmp, "afile")
+        open(named, "w").close()
+        status, _, err = self.run_main("--out", named)
+        self.assertEqual(status, 2)
+        self.assertTrue(err.endswith(f": error: --out {named}: not a folder\n"), err)
+        status, _, err = self.run_main("--tb-model", self.tmp)
+        self.assertEqual(status, 2)
+        self.assertIn(f"--tb-model {self.tmp} is not an executable file", err)
+
+    def test_a_failing_tb_model_is_an_error_naming_it_and_the_point(self):
+        status, _, err = self.run_main("--tb-model", "/bin/false", "--out", os.path.join(self.tmp, "d"))
+        self.assertEqual(status, 2)
+        self.assertIn("model_vs_smpi.py: error: --tb-model /bin/false failed (exit 1) on point (64, '512x512x257'", err)
+        status, _, err = self.run_main("--tb-model", self.fake_model("exit 0"))  # writes no CSV
+        self.assertEqual(status, 2)
+        self.assertIn("tb-model wrote no readable --csv on point (64,", err)
+
+    def test_without_out_no_folder_is_left_behind(self):
+        model = self.fake_model('while [ "$1" != --csv ]; do shift; done; '
+                                'printf "algorithm,total_s\\nnative,1e-3\\n" > "$2"')
+        temporary = os.path.join(self.tmp, "temporary")
+        os.mkdir(temporary)
+        for fake, expected in ((model, 0), ("/bin/false", 2)):
+            with mock.patch.object(tempfile, "tempdir", temporary):
+                status, out, _ = self.run_main("--tb-model", fake)
+            self.assertEqual(status, expected)
+            self.assertEqual(os.listdir(temporary), [])  # network.json and the model's CSVs were there
+            if expected == 0:
+                self.assertIn("| native |", out)
 
 
 @unittest.skipUnless(os.environ.get("TB_MODEL"), "TB_MODEL (a built tb-model) is not set")

@@ -259,6 +259,70 @@ class CommandLine(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "not a JSON object"):
             ma.selection_point_args("5", "x.json")
 
+    def run_main(self, argv):
+        """(exit status, stdout, stderr) of main, SystemExit's code for a parser error."""
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with redirect_stdout(stdout), redirect_stderr(stderr):
+            try:
+                status = ma.main(argv)
+            except SystemExit as e:
+                status = e.code
+        return status, stdout.getvalue(), stderr.getvalue()
+
+    def test_a_row_without_a_time_above_zero_is_an_error_naming_it_and_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            generic = os.path.join(tmp, "generic.json")
+            with open(generic, "w") as f:
+                json.dump(GENERIC, f)
+            store, out = os.path.join(tmp, "s.jsonl"), os.path.join(tmp, "sel.json")
+            point = "row 2 (intra, contiguous, mpich:pairwise, 1 B): time_s"
+            for value, text in ((None, "s.jsonl: tb-bench row 2 has no time_s"),
+                                ("fast", f"{point} 'fast' is not a time > 0"),
+                                (-1e-6, f"{point} -1e-06 is not a time > 0"),
+                                (float("nan"), f"{point} nan is not a time > 0"),
+                                (0, f"{point} 0 is not a time > 0")):
+                rows = campaign()
+                rows[1] = dict(rows[1], time_s=value)
+                if value is None:
+                    del rows[1]["time_s"]
+                with open(store, "w") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in rows)
+                status, stdout, stderr = self.run_main([store, "--selection-json", out, "--generic", generic])
+                self.assertEqual(status, 2, value)
+                self.assertIn("mpich_algorithms.py: error: " + store, stderr)
+                self.assertIn(text, stderr)
+                self.assertEqual(stdout, "")
+                self.assertEqual(sorted(os.listdir(tmp)), ["generic.json", "s.jsonl"])  # no selection from them
+
+    def test_bad_outputs_and_options_are_errors_before_anything_is_written(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "s.jsonl")
+            with open(store, "w") as f:
+                f.writelines(json.dumps(r) + "\n" for r in campaign())
+            generic = os.path.join(tmp, "generic.json")
+            with open(generic, "w") as f:
+                json.dump(GENERIC, f)
+            garbage = os.path.join(tmp, "garbage.txt")
+            with open(garbage, "w") as f:
+                f.write("garbage\n")
+            adir, out = os.path.join(tmp, "adir"), os.path.join(tmp, "sel.json")
+            os.mkdir(adir)
+            for argv, text in (([store, "--selection-json", adir, "--generic", generic],
+                                f"--selection-json {adir}: is a directory"),
+                               ([store, "--selection-json", out, "--generic", generic, "--point-args", "{x"],
+                                "--point-args '{x': not JSON ("),
+                               ([store, "--selection-json", out, "--generic", garbage],
+                                f"--generic {garbage}: not JSON ("),
+                               ([store, "--selection-json", out, "--generic", generic, "--merge", garbage],
+                                f"--merge {garbage}: not JSON ("),
+                               ([store, "--selection-json", out, "--generic", os.path.join(tmp, "none.json")],
+                                "none.json: cannot be read (No such file or directory)")):
+                status, stdout, stderr = self.run_main(argv)
+                self.assertEqual(status, 2, argv)
+                self.assertIn(text, stderr)
+                self.assertNotIn("wrote", stderr)
+                self.assertEqual(sorted(os.listdir(tmp)), ["adir", "garbage.txt", "generic.json", "s.jsonl"])
+
     def test_selection_json_needs_the_generic_tree(self):
         with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
             ma.main(["s.jsonl", "--selection-json", "x.json"])

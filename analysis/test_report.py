@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Tests of the report on a small store (analysis/fixtures/store.jsonl, real runs of tb-bench,
 tb-fft and tb-redistribute through experiments/run.py at tiny sizes)."""
+import contextlib
+import io
+import json
 import os
 import sys
 import tempfile
@@ -103,6 +106,54 @@ class Report(unittest.TestCase):
         self.assertEqual(list(report.rank_series(one, one)), ["native", "native"])
         modes = one.assign(mode=["intra", "cliques"])
         self.assertEqual(list(report.rank_series(modes, modes)), ["native intra", "native cliques"])
+
+    def run_main(self, rows, *options):
+        """(exit status, stderr) of main on a store of `rows`, SystemExit's code for a parser error."""
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "s.jsonl")
+            with open(store, "w") as f:
+                f.writelines(json.dumps(r) + "\n" for r in rows)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                try:
+                    status = report.main([store, "--out", os.path.join(tmp, "out"), *options])
+                except SystemExit as e:
+                    status = e.code
+            self.assertFalse(os.path.exists(os.path.join(tmp, "out")), "a report of a bad store")
+        return status, err.getvalue().replace(store, "STORE")
+
+    def test_a_row_without_a_field_the_report_reads_is_an_error_naming_it(self):
+        with open(FIXTURE) as f:
+            rows = [json.loads(line) for line in f]
+        del rows[0]["time_s"]
+        for bad, text in (([{"experiment": "x", "tool": "tb-bench"}], "STORE: tb-bench row 1 has no mode"),
+                          (rows, "STORE: tb-bench row 1 has no time_s"),
+                          ([{"host": {"cores": 2}}],
+                           "STORE: row 1 has no experiment (not a row of experiments/run.py)")):
+            self.assertEqual(self.run_main(bad), (2, f"report.py: error: {text}\n"))
+
+    def test_a_time_that_is_not_above_zero_is_an_error_naming_the_row(self):
+        with open(FIXTURE) as f:
+            rows = [json.loads(line) for line in f]
+        bench = [i for i, r in enumerate(rows) if r["tool"] == "tb-bench"]
+        for value, text in ((-8.77e-6, "-8.77e-06"), (float("nan"), "nan"), (0, "0")):
+            changed = [dict(r) for r in rows]
+            changed[bench[3]]["time_s"] = value
+            status, err = self.run_main(changed)
+            self.assertEqual(status, 2)
+            self.assertIn(f"STORE: tb-bench row {bench[3] + 1} (intra, contiguous, mpich ", err)
+            self.assertIn(f"time_s {text} is not a time > 0", err)
+        changed = [dict(r) for r in rows]
+        changed[[r["tool"] for r in rows].index("tb-redistribute")]["median_s"] = -1.0
+        self.assertIn("median_s -1 is not a time > 0", self.run_main(changed)[1])
+
+    def test_an_out_that_is_a_file_is_an_error_naming_it(self):
+        with tempfile.NamedTemporaryFile() as f:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as exit:
+                report.main([FIXTURE, "--out", f.name])
+            self.assertEqual(exit.exception.code, 2)
+            self.assertIn(f"error: --out {f.name}: is a file, not a folder", err.getvalue())
 
     def test_an_empty_store_is_an_error(self):
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:

@@ -116,6 +116,37 @@ class Pairs(unittest.TestCase):
             self.assertEqual(smpi_vs_measured.main([path]), 2)
         self.assertIn("no tb-redistribute point both measured", err.getvalue())
 
+    def test_a_time_or_rank_count_that_is_not_above_zero_is_an_error_naming_the_point(self):
+        for extra, text in (({"fastest_s": 0.0}, "has fastest_s 0 (must be > 0)"),
+                            ({"fastest_s": float("nan")}, "has fastest_s nan (must be > 0)"),
+                            ({"fastest_s": -3e-3}, "has fastest_s -0.003 (must be > 0)"),
+                            ({"median_s": "fast"}, "has median_s 'fast' (must be > 0)"),
+                            ({"ranks": 0}, "has ranks 0 (must be > 0)")):
+            path = self.store([row("intra", "alltoallw:native", 2e-3, **extra), row("smpi", "alltoallw:native", 1e-3)])
+            err, out = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+                self.assertEqual(smpi_vs_measured.main([path]), 2, extra)
+            self.assertIn(f"smpi_vs_measured.py: error: {path}: the measured point (", err.getvalue())
+            self.assertIn(text, err.getvalue())
+            self.assertEqual(out.getvalue(), "")  # no table of wrong numbers
+        bare = row("smpi", "alltoallw:native", 1e-3)
+        del bare["fastest_s"]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(smpi_vs_measured.main([self.store([row("intra", "alltoallw:native", 2e-3), bare])]), 2)
+        self.assertIn("the simulated point (2, '64x64x64', '2', 2, 0, 'complex<double>', 'native') has no fastest_s",
+                      err.getvalue())
+
+    def test_an_out_that_is_a_file_is_an_error_naming_it(self):
+        path = self.store([row("intra", "alltoallw:native", 2e-3), row("smpi", "alltoallw:native", 1e-3)])
+        with tempfile.NamedTemporaryFile() as f:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
+                    self.assertRaises(SystemExit) as exit:
+                smpi_vs_measured.main([path, "--out", f.name])
+            self.assertEqual(exit.exception.code, 2)
+            self.assertIn(f"--out {f.name}: not a folder", err.getvalue())
+
     def test_a_missing_store_is_an_error_that_names_it(self):
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
