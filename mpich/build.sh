@@ -59,12 +59,24 @@ case "${1:-}" in
   "") ;;
   --tree) mode=tree ;;
   --incremental) mode=incremental ;;
-  --export) mode=export; export_name=${2:-}; [ -n "$export_name" ] || die "--export needs a NAME" ;;
+  --export)
+    mode=export; export_name=${2:-}
+    [ -n "$export_name" ] || die "--export needs a NAME"
+    [[ $export_name =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] ||
+      die "--export NAME: letters, digits, . _ + - only, not starting with one of . _ + - (got '$export_name')" ;;
   --key) mode=key ;;
   --prefix) mode=prefix ;;
   -h|--help) usage 0 ;;
   *) echo "mpich/build.sh: unknown argument '$1'" >&2; usage 2 ;;
 esac
+# Every mode takes one argument at most but --export, which takes its NAME: a further word is a
+# mistake (a misplaced option, a second mode), never ignored.
+taken=$([ "$mode" = export ] && echo 2 || echo 1)
+if [ $# -gt "$taken" ]; then
+  echo "mpich/build.sh: unexpected argument '${*:taken+1:1}' after '${*:1:taken}'" >&2
+  usage 2
+fi
+[[ $jobs =~ ^[1-9][0-9]{0,3}$ ]] || die "TB_MPICH_JOBS='$jobs': use a number of make jobs from 1 to 9999"
 
 # ---- the patch series ------------------------------------------------------------------------
 # Quilt style: one patch name per line, '#' comments and blank lines ignored; only -p1 patches.
@@ -332,7 +344,6 @@ case "$mode" in
     echo "$dir/dev"
     ;;
   export)
-    [[ $export_name =~ ^[A-Za-z0-9][A-Za-z0-9._+-]*$ ]] || die "--export NAME: letters, digits, . _ + - only (got '$export_name')"
     name=${export_name%.patch}.patch
     [ ! -e "$patches_dir/$name" ] || die "$patches_dir/$name exists already; choose another NAME"
     ! series_patches | grep -qxF "$name" || die "$name is in the series already"
