@@ -139,13 +139,23 @@ def measured_rows(path):
     """{algorithm: row} of one tb-redistribute --json file (the floors left out). A row whose
     result failed its check is an error: its time is not a time of the call."""
     rows = {}
-    for r in load_json(path)["results"]:
+    for n, r in enumerate(result_rows(path), 1):
+        if not isinstance(r.get("method"), str):
+            raise ValueError(f"{path}: result {n} has no method")
         if r["method"] in ("memcpy_floor", "streaming_copy"):
             continue
         if r.get("verified") not in ("yes", "off", None):
             raise ValueError(f"{path}: {r['method']} verified '{r.get('verified')}': a wrong result is not timed")
+        for key, valid in (("global_shape", is_text), ("element_type", is_text), ("local_bytes_max", is_positive),
+                           ("median_s", is_positive)):
+            if not valid(r.get(key)):
+                raise ValueError(f"{path}: {r['method']}: {key} is {r.get(key)!r}, not what tb-redistribute writes")
         rows[algorithm_of(r["method"])] = r
     return rows
+
+
+def is_text(value):
+    return isinstance(value, str) and value != ""
 
 
 def predicted_rows(path):
@@ -153,6 +163,15 @@ def predicted_rows(path):
     compares against one: the calibrated host)."""
     with open(path) as f:
         rows = list(csv.DictReader(f))
+    for n, r in enumerate(rows, 2):  # line 1 is the header
+        if not r.get("network") or not r.get("algorithm"):
+            raise ValueError(f"{path}: line {n} has no network or algorithm (not tb-model's --csv?)")
+        try:
+            total = float(r.get("total_s") or "nan")
+        except ValueError:
+            total = math.nan
+        if not (math.isfinite(total) and total > 0):
+            raise ValueError(f"{path}: line {n} ({r['algorithm']}): total_s {r.get('total_s')!r} is not a time above 0")
     networks = sorted({r["network"] for r in rows})
     if len(networks) != 1:
         raise ValueError(f"{path}: predictions for {len(networks)} networks ({', '.join(networks) or 'none'}); "
@@ -179,9 +198,10 @@ def redistribute_samples(paths, state="all", tally=None):
         raise ValueError("--redistribute needs tb-redistribute files after its prediction")
     point, samples = None, {}
     for path in paths:
-        doc = load_json(path)
+        doc = load_object(path, "a tb-redistribute JSON object")
         launch = launch_ratio(doc, kind_of(state))
-        ranks = doc.get("metadata", {}).get("ranks")
+        metadata = doc.get("metadata")
+        ranks = metadata.get("ranks") if isinstance(metadata, dict) else None
         if not isinstance(ranks, int) or ranks < 1:
             raise ValueError(f"{path}: metadata.ranks is missing (not a tb-redistribute --json file?)")
         rows = measured_rows(path)

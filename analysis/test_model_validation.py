@@ -557,6 +557,33 @@ class Report(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "m.json: alltoallw:native verified 'no'"):
                 model_validation.measured_rows(path)
 
+    def test_redistribution_files_of_another_shape_are_errors_naming_them(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = (("[1]", r"list.json: not a tb-redistribute JSON object"),
+                     ('{"metadata": {"ranks": 2}, "results": {}}', r"dict.json: \"results\" must be a list of rows"),
+                     ('{"metadata": {"ranks": 2}, "results": [{"median_s": 1}]}', r"nomethod.json: result 1 has no method"),
+                     ('{"metadata": [], "results": []}', r"metalist.json: metadata.ranks is missing"))
+            for (text, expect), name in zip(cases, ("list", "dict", "nomethod", "metalist")):
+                path = write_text(tmp, f"{name}.json", text)
+                with self.assertRaisesRegex(ValueError, expect):
+                    model_validation.redistribute_samples([path])
+            path = os.path.join(tmp, "nan.json")
+            write_redistribute(path, {"alltoallw:native": float("nan")})
+            with self.assertRaisesRegex(ValueError, r"nan.json: alltoallw:native: median_s is nan"):
+                model_validation.measured_rows(path)
+
+    def test_a_prediction_that_is_not_tb_models_csv_is_an_error_naming_the_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = write_text(tmp, "other.csv", "a,b\n1,2\n")
+            with self.assertRaisesRegex(ValueError, r"other.csv: line 2 has no network or algorithm"):
+                model_validation.predicted_rows(path)
+            path = os.path.join(tmp, "p.csv")
+            write_prediction(path, {"native": 1.0})
+            with open(path, "a") as f:
+                f.write("p,2,pairwise,host,0,0,0,fast,1,1\n")
+            with self.assertRaisesRegex(ValueError, r"p.csv: line 3 \(pairwise\): total_s 'fast' is not a time"):
+                model_validation.predicted_rows(path)
+
     def test_repetitions_of_different_cubes_are_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             a, b = os.path.join(tmp, "a.json"), os.path.join(tmp, "b.json")
