@@ -168,6 +168,17 @@ class Report(unittest.TestCase):
         self.assertNotIn("## Alltoallw per message size", text)
 
 
+
+def write_inputs(tmp, rows=None):
+    """(store, generic): the campaign's rows (or `rows`) as a run.py store and MPICH's generic
+    selection, written in `tmp`."""
+    store, generic = os.path.join(tmp, "s.jsonl"), os.path.join(tmp, "generic.json")
+    with open(store, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in (campaign() if rows is None else rows))
+    with open(generic, "w") as f:
+        json.dump(GENERIC, f)
+    return store, generic
+
 class CommandLine(unittest.TestCase):
     def test_writes_the_json_and_prints_the_ratio_columns(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -236,12 +247,7 @@ class CommandLine(unittest.TestCase):
 
     def test_point_args_name_the_written_file_and_change_with_its_contents(self):
         with tempfile.TemporaryDirectory() as tmp:
-            store = os.path.join(tmp, "s.jsonl")
-            with open(store, "w") as f:
-                f.writelines(json.dumps(r) + "\n" for r in campaign())
-            generic = os.path.join(tmp, "generic.json")
-            with open(generic, "w") as f:
-                json.dump(GENERIC, f)
+            store, generic = write_inputs(tmp)
             out = os.path.join(tmp, "sel.json")
             stdout = io.StringIO()
             with redirect_stdout(stdout), redirect_stderr(io.StringIO()):
@@ -296,12 +302,7 @@ class CommandLine(unittest.TestCase):
 
     def test_bad_outputs_and_options_are_errors_before_anything_is_written(self):
         with tempfile.TemporaryDirectory() as tmp:
-            store = os.path.join(tmp, "s.jsonl")
-            with open(store, "w") as f:
-                f.writelines(json.dumps(r) + "\n" for r in campaign())
-            generic = os.path.join(tmp, "generic.json")
-            with open(generic, "w") as f:
-                json.dump(GENERIC, f)
+            store, generic = write_inputs(tmp)
             garbage = os.path.join(tmp, "garbage.txt")
             with open(garbage, "w") as f:
                 f.write("garbage\n")
