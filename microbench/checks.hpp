@@ -8,7 +8,9 @@
 //   - check_grid: the process grid against the array's axes and the job's ranks.
 //   - finite_range: a CLI11 validator for floating-point options (CLI::Range lets NaN through).
 //   - parse_size: a size in bytes with an optional K, M or G.
-//   - use_tool_errors: CLI11's parse errors as "<tool>: error: <option>: <problem>".
+//   - check_no_repeats: a list option's entry given twice.
+//   (use_tool_errors, CLI11's errors in the tools' format and decimal integers only, is in
+//   mpi_tool.hpp, whose mpi_tool_main uses it.)
 #pragma once
 
 #include "microbench/mpi_tool.hpp"
@@ -25,16 +27,10 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tb {
-
-// CLI11's parse errors (bad values, unknown options, validators) in the tools' format.
-inline void use_tool_errors(CLI::App& app, const std::string& tool) {
-  app.failure_message([tool](const CLI::App*, const CLI::Error& e) {
-    return tool + ": error: " + e.what() + "\n";
-  });
-}
 
 // The elements of "a,b,c" converted to T; an empty or unconvertible element names its index
 // (`what`: "axis", "entry", ...) and the whole text.
@@ -48,13 +44,23 @@ std::vector<T> parse_list(const std::string& option, const std::string& text, co
     const std::string where = what + " " + std::to_string(index);
     if (item.empty()) throw CLI::ValidationError(option, where + " is empty in '" + text + "'");
     T value{};
-    if (!CLI::detail::lexical_cast(item, value))
+    if (!(std::is_integral_v<T> ? is_decimal_integer(item) : true) || !CLI::detail::lexical_cast(item, value))
       throw CLI::ValidationError(option, where + " is '" + item + "' in '" + text + "' (expected " +
-                                             CLI::detail::type_name<T>() + ")");
+                                             (std::is_integral_v<T> ? std::string("a decimal integer")
+                                                                    : CLI::detail::type_name<T>()) +
+                                             ")");
     values.push_back(value);
     if (comma == std::string::npos) return values;
     start = comma + 1;
   }
+}
+
+// A list option's entry given twice would run (or write) the same thing twice under one name.
+inline void check_no_repeats(const std::string& option, const std::vector<std::string>& entries,
+                             const char* note = "") {
+  for (const auto& e : entries)
+    if (std::count(entries.begin(), entries.end(), e) > 1)
+      throw std::invalid_argument(option + ": '" + e + "' is listed twice" + note);
 }
 
 // A comma-separated list option stored in `values` (whose contents are the default).

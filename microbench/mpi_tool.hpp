@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -40,6 +41,35 @@ std::string join(const auto& values, const char* sep) {
   return s.str();
 }
 
+// Whether `text` is a decimal integer as a person types one: an optional sign, then digits, with
+// no leading zero but in "0". CLI11 2.1 converts integers with strtoll(text, 0): "010" would be
+// 8 and "0x10" 16, a different size from the one typed, without a word.
+inline bool is_decimal_integer(const std::string& text) {
+  const std::size_t start = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  const std::string digits = text.substr(start);
+  return !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+         (digits == "0" || digits[0] != '0');
+}
+
+// CLI11's parse errors (bad values, unknown options, validators) in the tools' format,
+// "<tool>: error: <option>: <problem>", and every integer option's text a decimal integer
+// (checked when parsing is complete, before any value is used).
+inline void use_tool_errors(CLI::App& app, const std::string& tool) {
+  app.failure_message([tool](const CLI::App*, const CLI::Error& e) {
+    return tool + ": error: " + e.what() + "\n";
+  });
+  app.parse_complete_callback([&app] {
+    for (const CLI::Option* option : app.get_options()) {
+      const std::string type = option->get_type_name();
+      if (type.rfind("INT", 0) != 0 && type.rfind("UINT", 0) != 0) continue;
+      for (const std::string& text : option->results())
+        if (!is_decimal_integer(text))
+          throw CLI::ValidationError(option->get_name(), "'" + text + "' is not a decimal integer (no leading zero, "
+                                                                       "no 0x)");
+    }
+  });
+}
+
 // The help text of --list-settings, the same in every tool.
 inline constexpr const char* kListSettingsHelp = "print the TB_* settings (default, value here, meaning) and exit";
 
@@ -49,10 +79,7 @@ inline int mpi_tool_main(int argc, char** argv, const char* tool, CLI::App& app,
   bool list_settings = false, list_algorithms = false;
   if (algorithm_list) app.add_flag("--list-algorithms", list_algorithms, "print the registered Alltoallw algorithms and exit");
   app.add_flag("--list-settings", list_settings, kListSettingsHelp);
-  // CLI11's parse errors in the tools' own format: "<tool>: error: <option>: <problem>".
-  app.failure_message([tool](const CLI::App*, const CLI::Error& e) {
-    return std::string(tool) + ": error: " + e.what() + "\n";
-  });
+  use_tool_errors(app, tool);
 
   MPI_Init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

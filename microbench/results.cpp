@@ -44,6 +44,23 @@ void check_writable(MPI_Comm comm, const std::string& option, const std::string&
   if (!error.empty()) throw std::invalid_argument(error);
 }
 
+namespace {
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::absolute(a, ec).lexically_normal() == fs::absolute(b, ec).lexically_normal()) return true;
+  return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec);
+}
+}  // namespace
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (!outputs[i].second.empty() && !outputs[k].second.empty() && same_file(outputs[i].second, outputs[k].second))
+        throw std::invalid_argument(outputs[k].first + " and " + outputs[i].first + " name the same file " +
+                                    outputs[i].second + "; each output needs its own");
+}
+
 nlohmann::json timing_fields(const Timing& timing, bool samples) {
   nlohmann::json j = {{"inner", timing.inner},
                       {"outer", timing.seconds_per_op.size()},

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tb {
@@ -28,6 +29,11 @@ void check_writable(const std::string& option, const std::string& path);
 // The same for a file that rank 0 of `comm` writes: collective, rank 0 checks, and every rank
 // throws the same error (so a tool's validate step fails alike on every rank).
 void check_writable(MPI_Comm comm, const std::string& option, const std::string& path);
+
+// Throws std::invalid_argument when two of the outputs ({option, path}; empty paths are not
+// given) name the same file (the same path after lexical normalisation, or one existing file):
+// the second write would replace the first one's contents without a word.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // The timing keys of a result row: inner, outer, fastest_s, median_s, and with `samples`
 // samples_s.

@@ -395,17 +395,10 @@ struct Plan {
   bool with_local_remap = false;
 };
 
-// A list option's entry given twice would run its benchmarks twice under one name.
-void check_no_repeats(const std::string& option, const std::vector<std::string>& entries, const char* note = "") {
-  for (const auto& e : entries)
-    if (std::count(entries.begin(), entries.end(), e) > 1)
-      throw std::invalid_argument(option + ": '" + e + "' is listed twice" + note);
-}
-
 Plan validate(const Options& opt) {
-  check_no_repeats("--algorithms", opt.algorithms);
-  check_no_repeats("--layouts", opt.layouts);
-  check_no_repeats("--calls", opt.calls);
+  tb::check_no_repeats("--algorithms", opt.algorithms);
+  tb::check_no_repeats("--layouts", opt.layouts);
+  tb::check_no_repeats("--calls", opt.calls);
   Plan plan;
   const auto colon = opt.range.find(':');
   plan.lo = tb::parse_size(opt.range.substr(0, colon), "-m");
@@ -428,7 +421,7 @@ Plan validate(const Options& opt) {
       plan.algorithms.push_back(a);
     }
   }
-  check_no_repeats("--algorithms", plan.algorithms, " ('all' includes every registered one)");
+  tb::check_no_repeats("--algorithms", plan.algorithms, " ('all' includes every registered one)");
   if (opt.passes > 1 && !opt.interleave)
     throw std::invalid_argument("--passes " + std::to_string(opt.passes) +
                                 ": passes go through a size's algorithms in turn, which needs --interleave");

@@ -176,6 +176,9 @@ CASES = [
     C("tb-redistribute.shape-one-axis", "tb-redistribute", ["--shape", "8"], r"--shape needs at least 2 axes, got 1", ranks=2),
     C("tb-redistribute.shape-zero-axis", "tb-redistribute", ["--shape", "0,8,8"], r"--shape: axis 0 is 0 in '0,8,8'", ranks=2),
     C("tb-redistribute.shape-negative-axis", "tb-redistribute", ["--shape", "8,-4,8"], r"--shape: axis 1 is -4", ranks=2),
+    C("tb-redistribute.shape-octal", "tb-redistribute", ["--shape", "8,010"],
+      r"--shape: axis 1 is '010' in '8,010' \(expected a decimal integer\)"),
+    C("tb-redistribute.shape-hex", "tb-redistribute", ["--shape", "8,0x8"], r"axis 1 is '0x8' .*decimal integer"),
     C("tb-redistribute.shape-not-a-number", "tb-redistribute", ["--shape", "8,x,8"], r"--shape: axis 1 is 'x' in '8,x,8'"),
     C("tb-redistribute.shape-huge", "tb-redistribute", ["--shape", "100000,100000,100000"],
       r"--shape 100000x100000x100000: the array does not fit: it would need \d+ bytes per rank", ranks=2),
@@ -279,6 +282,7 @@ CASES = [
     C("tb-ptrans.iec-not-json", "tb-ptrans", ["--iec", "{tmp}/garbage.txt"], r"--iec .*garbage.txt: not JSON"),
     C("tb-ptrans.iec-missing", "tb-ptrans", ["--iec", "/nonexistent.json"], r"--iec /nonexistent.json: cannot be read"),
     C("tb-ptrans.json-unwritable", "tb-ptrans", ["--json", NOWHERE + ".json"], r"--json \S*garbage.txt/x.json: cannot be written"),
+    C("tb-ptrans.n-octal", "tb-ptrans", ["--n", "0100"], r"--n: '0100' is not a decimal integer"),
     C("tb-ptrans.repetitions-zero", "tb-ptrans", ["--repetitions", "0"], r"--repetitions: Value 0 not in range"),
     # tb-model: network, memory, overheads and pattern files; shapes; outputs
     C("tb-model.network-unknown-key", "tb-model", ["--network", "{tmp}/net-unknown-key.json"],
