@@ -72,10 +72,16 @@ void validate(const Options& opt) {
   tb::for_option("--planner", [&] { return tb::parse_fft_planner(opt.planner); });
   tb::for_option("--normalization", [&] { return tb::parse_fft_normalization(opt.normalization); });
   for (const auto& s : opt.serial) tb::for_option("--serial", [&] { return tb::parse_serial_layout(s); });
-  tb::for_option("--method", [&] { return tb::expand_redistribution_methods(opt.methods); });
+  tb::check_no_repeats("--serial", opt.serial);
+  // A method named twice would be planned and timed twice under one name; "all" names each once.
+  tb::check_no_repeats("--method", opt.methods);
+  const auto methods = tb::for_option("--method", [&] { return tb::expand_redistribution_methods(opt.methods); });
+  tb::check_no_repeats("--method", methods, " ('all' includes every registered algorithm and local_remap)");
   // in, out (complex: up to twice the real input) and back, and the plans' own work arrays
   const std::int64_t element = precision == tb::FftPrecision::f64 ? 16 : 8;
   tb::check_array_fits("--shape", opt.shape, element, ranks, 4);
+  // --wisdom is written after the run as well: a results file of the same name would replace it
+  tb::check_distinct_outputs({{"--csv", opt.csv}, {"--json", opt.json}, {"--wisdom", opt.wisdom}});
   tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
   tb::check_writable(MPI_COMM_WORLD, "--csv", opt.csv);
   if (!opt.wisdom.empty()) check_wisdom(opt, precision);

@@ -123,10 +123,15 @@ void validate(const Options& opt) {
   tb::check_grid("--grid", opt.grid, opt.shape.size(), ranks);
   // in, out and back, and the floor's copy of the input
   tb::check_array_fits("--shape", opt.shape, static_cast<std::int64_t>(tb::element_size(type)), ranks, 4);
-  tb::for_option("--method", [&] { return tb::expand_redistribution_methods(opt.methods); });
+  // A method or kind of call named twice would be verified and timed twice under one name.
+  tb::check_no_repeats("--method", opt.methods);
+  const auto methods = tb::for_option("--method", [&] { return tb::expand_redistribution_methods(opt.methods); });
+  tb::check_no_repeats("--method", methods, " ('all' includes every registered algorithm and local_remap)");
   for (const auto& calls : opt.calls)
     if (calls != "blocking" && calls != "persistent")
       throw std::invalid_argument("--calls: '" + calls + "' is neither blocking nor persistent");
+  tb::check_no_repeats("--calls", opt.calls);
+  tb::check_distinct_outputs({{"--csv", opt.csv}, {"--json", opt.json}});
   tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
   tb::check_writable(MPI_COMM_WORLD, "--csv", opt.csv);
 #if defined(TB_SMPI)

@@ -198,7 +198,9 @@ void validate(const Options& opt) {
     throw std::invalid_argument("--bytes: " + std::to_string(opt.bytes) + " is neither at most " +
                                 std::to_string(kBlock) + " nor a multiple of " + std::to_string(kBlock) +
                                 " (the send side is made of " + std::to_string(kBlock) + "-byte blocks)");
-  expand(opt.algorithms);
+  // An algorithm named twice would be soaked twice under one name; "all" names each once.
+  tb::check_no_repeats("--algorithms", opt.algorithms);
+  tb::check_no_repeats("--algorithms", expand(opt.algorithms), " ('all' includes every registered one)");
 }
 
 int run(const Options& opt) {

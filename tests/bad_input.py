@@ -170,6 +170,11 @@ CASES = [
     C("tb-soak.algorithms-empty-entry", "tb-soak", ["--algorithms", "pairwise,,native"], r"--algorithms: entry 1 is empty"),
     C("tb-soak.check-every-zero", "tb-soak", ["--check-every", "0"], r"--check-every"),
     C("tb-soak.fresh-comm-negative", "tb-soak", ["--fresh-comm", "-1"], r"--fresh-comm"),
+    # tb-soak: algorithms listed twice
+    C("tb-soak.algorithm-twice", "tb-soak", ["--calls", "10", "--algorithms", "pairwise,pairwise"],
+      r"--algorithms: 'pairwise' is listed twice", ranks=2),
+    C("tb-soak.algorithm-in-all-too", "tb-soak", ["--calls", "10", "--algorithms", "all,pairwise"],
+      r"--algorithms: 'pairwise' is listed twice \('all' includes every registered one\)"),
     # tb-redistribute: shapes, grids, axes, names, counts, outputs
     C("tb-redistribute.shape-empty-axis", "tb-redistribute", ["--shape", "8,,8"],
       r"tb-redistribute: error: --shape: axis 1 is empty in '8,,8'", ranks=2),
@@ -212,6 +217,15 @@ CASES = [
     C("tb-redistribute.json-unwritable", "tb-redistribute", ["--json", NOWHERE + ".json"],
       r"--json \S*garbage.txt/x.json: cannot be written"),
     C("tb-redistribute.unknown-option", "tb-redistribute", ["--shpae", "8,8"], r"tb-redistribute: error: .*--shpae"),
+    # tb-redistribute: two outputs on one file, entries listed twice
+    C("tb-redistribute.csv-and-json-same-file", "tb-redistribute", ["--csv", "{tmp}/same.out", "--json", "{tmp}/same.out"],
+      r"--csv and --json name the same file", ranks=2),
+    C("tb-redistribute.method-twice", "tb-redistribute", ["--method", "local_remap,local_remap"],
+      r"--method: 'local_remap' is listed twice"),
+    C("tb-redistribute.method-in-all-too", "tb-redistribute", ["--method", "all,native"],
+      r"--method: 'native' is listed twice \('all' includes every registered algorithm and local_remap\)"),
+    C("tb-redistribute.calls-twice", "tb-redistribute", ["--calls", "blocking,blocking"],
+      r"--calls: 'blocking' is listed twice"),
     # TB_* settings (collectives/settings.cpp), checked by every tool before any work
     C("settings.TB_CHECKED", "tb-redistribute", [], r"TB_CHECKED='2': use 0 or 1", ranks=2, TB_CHECKED="2"),
     C("settings.TB_NUM_NODES", "tb-redistribute", [], r"TB_NUM_NODES='abc': use a positive integer", TB_NUM_NODES="abc"),
@@ -247,6 +261,15 @@ CASES = [
     C("tb-fft.method-unknown", "tb-fft", ["--method", "nosuch"], r"--method: unknown Alltoallw algorithm 'nosuch'"),
     C("tb-fft.outer-zero", "tb-fft", ["--outer", "0"], r"--outer: Value 0 not in range"),
     C("tb-fft.csv-unwritable", "tb-fft", ["--csv", NOWHERE + ".csv"], r"--csv \S*garbage.txt/x.csv: cannot be written", ranks=2),
+    # tb-fft: two outputs on one file (the wisdom too: it is written after the run), entries listed twice
+    C("tb-fft.csv-and-json-same-file", "tb-fft", ["--csv", "{tmp}/same.out", "--json", "{tmp}/same.out"],
+      r"--csv and --json name the same file"),
+    C("tb-fft.wisdom-and-csv-same-file", "tb-fft", ["--wisdom", "{tmp}/same.wisdom", "--csv", "{tmp}/same.wisdom"],
+      r"--csv and --wisdom name the same file", ranks=2),
+    C("tb-fft.method-twice", "tb-fft", ["--method", "native,native"], r"--method: 'native' is listed twice"),
+    C("tb-fft.method-in-all-too", "tb-fft", ["--method", "all,local_remap"],
+      r"--method: 'local_remap' is listed twice \('all' includes every registered algorithm and local_remap\)"),
+    C("tb-fft.serial-twice", "tb-fft", ["--serial", "strided,strided"], r"--serial: 'strided' is listed twice"),
     # tb-fftw-mpi (Open MPI build)
     C("tb-fftw-mpi.shape-zero-axis", "tb-fftw-mpi", ["--shape", "0,8,8"], r"tb-fftw-mpi: error: --shape: axis 0 is 0", ranks=2),
     C("tb-fftw-mpi.shape-negative-axis", "tb-fftw-mpi", ["--shape", "-4,8,8"], r"--shape: axis 0 is -4", ranks=2),
@@ -271,6 +294,13 @@ CASES = [
     C("tb-beff.loop-divisor-negative", "tb-beff", ["--loop-divisor", "-3"], r"--loop-divisor: Value -3 not in range"),
     C("tb-beff.fit-out-unwritable", "tb-beff", ["--fit-out", NOWHERE + ".json"],
       r"--fit-out \S*garbage.txt/x.json: cannot be written", ranks=2),
+    # tb-beff: the Hockney fit's sizes, the message curves' largest size, two outputs on one file
+    C("tb-beff.max-exponent-zero", "tb-beff", ["--max-exponent", "0"],
+      r"tb-beff: error: --max-exponent 0: the Hockney fit needs at least 2 sizes; use 1 or more", ranks=2),
+    C("tb-beff.messages-max-bytes-below-beff", "tb-beff", ["--max-exponent", "4", "--messages-max-bytes", "2"],
+      r"--messages-max-bytes 2 is below b_eff's largest size 2\^4 = 16 bytes"),
+    C("tb-beff.json-and-fit-out-same-file", "tb-beff", ["--json", "{tmp}/same.json", "--fit-out", "{tmp}/./same.json"],
+      r"--json and --fit-out name the same file", ranks=2),
     # tb-ptrans
     C("tb-ptrans.not-square", "tb-ptrans", ["--n", "64"], r"needs a square P x P grid", ranks=2),
     C("tb-ptrans.n-not-multiple", "tb-ptrans", ["--n", "100", "--nb", "64"], r"--n 100 must be a multiple of --nb \* P = 64 \* 1"),
@@ -284,6 +314,12 @@ CASES = [
     C("tb-ptrans.json-unwritable", "tb-ptrans", ["--json", NOWHERE + ".json"], r"--json \S*garbage.txt/x.json: cannot be written"),
     C("tb-ptrans.n-octal", "tb-ptrans", ["--n", "0100"], r"--n: '0100' is not a decimal integer"),
     C("tb-ptrans.repetitions-zero", "tb-ptrans", ["--repetitions", "0"], r"--repetitions: Value 0 not in range"),
+    # tb-ptrans: an --iec file that gives no IEC link parameters (net-host-missing.json is of kind host,
+    # net-channels-float.json of kind iec without the 'iec' section)
+    C("tb-ptrans.iec-kind-host", "tb-ptrans", ["--iec", "{tmp}/net-host-missing.json"],
+      r"--iec .*net-host-missing.json: kind 'host' is not an IEC network"),
+    C("tb-ptrans.iec-no-section", "tb-ptrans", ["--iec", "{tmp}/net-channels-float.json"],
+      r"--iec .*net-channels-float.json: needs the key 'iec'"),
     # tb-model: network, memory, overheads and pattern files; shapes; outputs
     C("tb-model.network-unknown-key", "tb-model", ["--network", "{tmp}/net-unknown-key.json"],
       r"network file .*net-unknown-key.json: unknown key 'bandwdith'"),

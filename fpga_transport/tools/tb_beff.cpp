@@ -59,10 +59,25 @@ struct Options {
 };
 
 // The loop rules' ranges are CLI11 validators (below); what relates two options is checked here.
-void validate(const Options& opt) {
+// The Hockney fit needs two sizes: b_eff's sizes are 2^0 .. 2^max, distinct, so only
+// --max-exponent 0 leaves it one (every other size is beyond b_eff and outside the fit). An
+// explicit --messages-max-bytes below 2^max would be ignored: the message curves hold every
+// b_eff size (the default, 64 MiB, may lie below a large 2^max; the curves then end there).
+void validate(const Options& opt, bool messages_max_given) {
+  if (opt.rules.max_exponent < 1)
+    throw std::invalid_argument("--max-exponent " + std::to_string(opt.rules.max_exponent) +
+                                ": the Hockney fit needs at least 2 sizes; use 1 or more");
+  const std::int64_t beff_largest = std::int64_t{1} << opt.rules.max_exponent;
+  if (messages_max_given && opt.messages_max_bytes < beff_largest)
+    throw std::invalid_argument("--messages-max-bytes " + std::to_string(opt.messages_max_bytes) +
+                                " is below b_eff's largest size 2^" + std::to_string(opt.rules.max_exponent) + " = " +
+                                std::to_string(beff_largest) + " bytes: the message curves hold every b_eff size and "
+                                "go on beyond it up to --messages-max-bytes; use " + std::to_string(beff_largest) +
+                                " or more, or a smaller --max-exponent");
   if (opt.rules.u < opt.rules.l)
     throw std::invalid_argument("-u " + std::to_string(opt.rules.u) + " is below -l " + std::to_string(opt.rules.l) +
                                 ": the loop length floor cannot exceed the loop length");
+  tb::check_distinct_outputs({{"--json", opt.json}, {"--fit-out", opt.fit_out}});
   tb::check_writable(MPI_COMM_WORLD, "--json", opt.json);
   tb::check_writable(MPI_COMM_WORLD, "--fit-out", opt.fit_out);
 }
@@ -613,8 +628,17 @@ void print_beff(int size, const Exchanges& x, const Beff& b) {
               b.host.fit.bandwidth_bytes_per_s() / 1e9);
 }
 
+// " (extrapolated)" after a value the report reads at `bytes` beyond --pairs-max-bytes: the paired
+// measurements stop there, and the value is the curve carried on past its largest size, not a
+// measurement (the network file holds only the measured sizes).
+const char* extrapolated(const Options& opt, std::int64_t bytes) {
+  return bytes > opt.pairs_max_bytes ? " (extrapolated)" : "";
+}
+
 // Each measured curve of the host model, at one or two sizes, or why it was not measured.
 void print_measured_terms(const Options& opt, const Beff& b, const tb::fpga::MemoryModel& library) {
+  constexpr std::int64_t k64 = 64 << 10, k1m = 1 << 20;  // the sizes the paired terms are shown at
+  const auto x = [&](std::int64_t bytes) { return extrapolated(opt, bytes); };
   const auto& curve = b.host.measured.seconds_by_bytes;
   std::printf("  measured messages (exchange median / 2), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B "
               "(%zu beyond b_eff's, to --messages-max-bytes)\n",
@@ -623,44 +647,50 @@ void print_measured_terms(const Options& opt, const Beff& b, const tb::fpga::Mem
   const auto& self = b.host.self_measured.seconds_by_bytes;
   std::printf("  self messages (every rank to itself at once, median), %zu sizes: %.3f us at %.0f B .. %.3f us at %.0f B\n",
               self.size(), self.front().second * 1e6, self.front().first, self.back().second * 1e6, self.back().first);
+  if (opt.pairs_max_bytes < k1m)
+    std::printf("  paired measurements up to --pairs-max-bytes %lld B: values at larger sizes below are extrapolated\n",
+                static_cast<long long>(opt.pairs_max_bytes));
   if (b.host.send_extra.empty())
     std::printf("  non-contiguous messages: not measured (they need a pair of ranks)\n");
   else
-    std::printf("  non-contiguous messages (extra over contiguous, median, %s), 64 KiB in 64 B blocks: sent %.1f us; "
-                "1 MiB in 64 B / 256 KiB blocks: sent %.1f / %.1f us, received %.1f / %.1f us\n",
+    std::printf("  non-contiguous messages (extra over contiguous, median, %s), 64 KiB in 64 B blocks: sent %.1f us%s; "
+                "1 MiB in 64 B / 256 KiB blocks: sent %.1f / %.1f us, received %.1f / %.1f us%s\n",
                 opt.noncontiguous_timing == "loop" ? "exchanges back to back" : "one exchange per barrier",
-                b.host.send_extra.extra_s(65536, 64) * 1e6, b.host.send_extra.extra_s(1 << 20, 64) * 1e6,
-                b.host.send_extra.extra_s(1 << 20, 262144) * 1e6,
-                b.host.recv_extra.extra_s(1 << 20, 64) * 1e6, b.host.recv_extra.extra_s(1 << 20, 262144) * 1e6);
+                b.host.send_extra.extra_s(k64, 64) * 1e6, x(k64), b.host.send_extra.extra_s(k1m, 64) * 1e6,
+                b.host.send_extra.extra_s(k1m, 262144) * 1e6, b.host.recv_extra.extra_s(k1m, 64) * 1e6,
+                b.host.recv_extra.extra_s(k1m, 262144) * 1e6, x(k1m));
   std::printf("  non-contiguous self messages (every rank to itself at once, extra over contiguous, median), 1 MiB "
-              "in 64 B / 256 KiB blocks: sent %.1f / %.1f us, received %.1f / %.1f us\n",
-              b.host.self_send_extra.extra_s(1 << 20, 64) * 1e6, b.host.self_send_extra.extra_s(1 << 20, 262144) * 1e6,
-              b.host.self_recv_extra.extra_s(1 << 20, 64) * 1e6, b.host.self_recv_extra.extra_s(1 << 20, 262144) * 1e6);
+              "in 64 B / 256 KiB blocks: sent %.1f / %.1f us, received %.1f / %.1f us%s\n",
+              b.host.self_send_extra.extra_s(k1m, 64) * 1e6, b.host.self_send_extra.extra_s(k1m, 262144) * 1e6,
+              b.host.self_recv_extra.extra_s(k1m, 64) * 1e6, b.host.self_recv_extra.extra_s(k1m, 262144) * 1e6, x(k1m));
   if (b.host.node_handoff.empty())
     std::printf("  node handoffs: not measured (they need two ranks on one node)\n");
   else
-    std::printf("  node handoffs (copy out of a partner's fresh bytes, extra over own bytes, median): 64 KiB %.2f us, "
-                "1 MiB %.2f us; in 64-byte pieces %.2f us, %.2f us\n",
-                b.host.node_handoff_s(64 << 10) * 1e6, b.host.node_handoff_s(1 << 20) * 1e6,
-                b.host.node_handoff_s(64 << 10, 64 << 10) * 1e6, b.host.node_handoff_s(1 << 20, 1 << 20) * 1e6);
+    std::printf("  node handoffs (copy out of a partner's fresh bytes, extra over own bytes, median): "
+                "64 KiB %.2f us%s, 1 MiB %.2f us%s; in 64-byte pieces %.2f us%s, %.2f us%s\n",
+                b.host.node_handoff_s(k64) * 1e6, x(k64), b.host.node_handoff_s(k1m) * 1e6, x(k1m),
+                b.host.node_handoff_s(k64, k64) * 1e6, x(k64), b.host.node_handoff_s(k1m, k1m) * 1e6, x(k1m));
   if (b.host.fresh.empty())
     std::printf("  fresh messages: not measured (they need a pair of ranks)\n");
   else
-    std::printf("  fresh messages (extra of a message just written by its sender, median): 64 KiB %.2f us, 1 MiB %.2f us\n",
-                b.host.fresh_message_s(64 << 10) * 1e6, b.host.fresh_message_s(1 << 20) * 1e6);
+    std::printf("  fresh messages (extra of a message just written by its sender, median): 64 KiB %.2f us%s, "
+                "1 MiB %.2f us%s\n",
+                b.host.fresh_message_s(k64) * 1e6, x(k64), b.host.fresh_message_s(k1m) * 1e6, x(k1m));
   if (b.host.gets.empty())
     std::printf("  zero-copy gets: not measured (they need UCX and a pair of ranks)\n");
   else
-    std::printf("  zero-copy gets (ucx_zcopy's UCX gets in pairs, per get, median): 64 KiB %.2f us, 1 MiB %.2f us\n",
-                b.host.gets.time_s(64 << 10) * 1e6, b.host.gets.time_s(1 << 20) * 1e6);
+    std::printf("  zero-copy gets (ucx_zcopy's UCX gets in pairs, per get, median): 64 KiB %.2f us%s, "
+                "1 MiB %.2f us%s\n",
+                b.host.gets.time_s(k64) * 1e6, x(k64), b.host.gets.time_s(k1m) * 1e6, x(k1m));
   if (b.host.cold.empty())
     std::printf("  cold messages: not measured (they need a pair of ranks)\n");
   else
-    std::printf("  cold messages (extra after other memory traffic, median), 1 MiB after 1 / 64 MiB: %.1f / %.1f us\n",
-                b.host.cold.extra_s(1 << 20, 1 << 20) * 1e6, b.host.cold.extra_s(1 << 20, 64 << 20) * 1e6);
+    std::printf("  cold messages (extra after other memory traffic, median), 1 MiB after 1 / 64 MiB: "
+                "%.1f / %.1f us%s\n",
+                b.host.cold.extra_s(k1m, k1m) * 1e6, b.host.cold.extra_s(k1m, 64 << 20) * 1e6, x(k1m));
   std::printf("  cold self messages (every rank to itself at once, extra after other memory traffic, median), "
-              "1 MiB after 1 / 64 MiB: %.1f / %.1f us\n",
-              b.host.self_cold.extra_s(1 << 20, 1 << 20) * 1e6, b.host.self_cold.extra_s(1 << 20, 64 << 20) * 1e6);
+              "1 MiB after 1 / 64 MiB: %.1f / %.1f us%s\n",
+              b.host.self_cold.extra_s(k1m, k1m) * 1e6, b.host.self_cold.extra_s(k1m, 64 << 20) * 1e6, x(k1m));
   std::printf("  MPI_Pack (the library's datatype engine): %.3f GB/s + %.2f ns per block\n",
               library.copy_bandwidth_bytes_per_s / 1e9, library.per_block_s * 1e9);
 }
@@ -791,12 +821,13 @@ int main(int argc, char** argv) {
                  "of 4x, up to it)")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{4096}, std::int64_t{16} << 20));
-  app.add_option("--messages-max-bytes", opt.messages_max_bytes,
-                 "largest size of the measured message curves (--fit-out's host.message_seconds_by_bytes and "
-                 "host.self_message_seconds_by_bytes): beyond b_eff's 2^max they go on in steps of 2x up to it, "
-                 "outside b_eff")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  const CLI::Option* messages_max =
+      app.add_option("--messages-max-bytes", opt.messages_max_bytes,
+                     "largest size of the measured message curves (--fit-out's host.message_seconds_by_bytes and "
+                     "host.self_message_seconds_by_bytes), at least b_eff's 2^max: beyond it they go on in steps "
+                     "of 2x up to this, outside b_eff")
+          ->capture_default_str()
+          ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
   app.add_option("--noncontiguous-timing", opt.noncontiguous_timing,
                  "the non-contiguous exchanges' timings: loop (up to 1 MiB of exchanges back to back) or single "
                  "(one exchange after a barrier; for comparison)")
@@ -804,5 +835,6 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"single", "loop"}));
   app.add_option("--json", opt.json, "write the table, b_eff and metadata as JSON (rank 0)");
   app.add_option("--fit-out", opt.fit_out, "write the fitted host network for tb-model (rank 0)");
-  return tb::mpi_tool_main(argc, argv, "tb-beff", app, [&] { validate(opt); }, [&] { return run(opt); });
+  return tb::mpi_tool_main(
+      argc, argv, "tb-beff", app, [&] { validate(opt, messages_max->count() > 0); }, [&] { return run(opt); });
 }

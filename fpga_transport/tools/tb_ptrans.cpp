@@ -60,12 +60,21 @@ Measurement measure(const Options& opt, tb::fpga::Ptrans& pt) {
 }
 
 // The IEC network of the prediction: every off-diagonal FPGA pair (y,x)-(x,y) of the p x p grid
-// wired with all 4 channels; the link parameters from --iec (a network JSON) or built in.
+// wired with all 4 channels; the link parameters from --iec (a network JSON of kind iec with its
+// 'iec' section: another kind's file, or one without the section, would leave the built-in
+// parameters in place without a word) or built in.
 tb::fpga::Network iec_network(const Options& opt, int p) {
   nlohmann::json spec;
   if (!opt.iec_file.empty()) {
     spec = tb::fpga::read_json_file("--iec", opt.iec_file);
     if (!spec.is_object()) throw std::invalid_argument("--iec " + opt.iec_file + ": not a JSON object");
+    if (const auto kind = spec.find("kind"); kind != spec.end() && *kind != "iec")
+      throw std::invalid_argument("--iec " + opt.iec_file + ": kind " +
+                                  (kind->is_string() ? "'" + kind->get<std::string>() + "'" : kind->dump()) +
+                                  " is not an IEC network (use a network file of kind iec)");
+    if (!spec.contains("iec"))
+      throw std::invalid_argument("--iec " + opt.iec_file + ": needs the key 'iec' (channel_width_bytes, clock_hz, "
+                                  "latency_s): the link parameters of the prediction");
   } else {
     spec = {{"name", "iec-transpose"}, {"kind", "iec"},
             {"iec", {{"channel_width_bytes", 32}, {"clock_hz", 156.25e6}, {"latency_s", 520e-9}}}};
