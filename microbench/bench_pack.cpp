@@ -12,6 +12,8 @@
 #include "collectives/pack.hpp"
 #include "collectives/settings.hpp"
 #include "collectives/type_layout.hpp"
+#include "microbench/benchmark_flags.hpp"
+#include "microbench/results.hpp"
 #include "microbench/run_metadata.hpp"
 
 #include <benchmark/benchmark.h>
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <vector>
 
 namespace {
@@ -117,8 +120,13 @@ int main(int argc, char** argv) {
       return 0;
     }
   MPI_Init(&argc, &argv);
+  // Before Google Benchmark reads its flags (a bad value there is its usage and exit status 0):
+  // the settings, its flags (tb-bench's checks) and the file it will write.
+  const std::vector<char*> args(argv, argv + argc);
   try {
     tb::check_settings();
+    tb::check_benchmark_flags(args);
+    tb::check_writable("--benchmark_out", tb::benchmark_flag(args, "benchmark_out").value);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tb-bench-pack: error: %s\n", e.what());
     MPI_Finalize();
@@ -132,8 +140,14 @@ int main(int argc, char** argv) {
   }
   benchmark::AddCustomContext("mpi_library", tb::mpi_library_version());
   benchmark::AddCustomContext("git_commit", tb::git_commit());
-  benchmark::RunSpecifiedBenchmarks();
+  int code = 0;
+  try {
+    tb::check_benchmarks_matched(benchmark::RunSpecifiedBenchmarks(), args);  // a filter that matched none
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tb-bench-pack: error: %s\n", e.what());
+    code = 2;
+  }
   benchmark::Shutdown();
   MPI_Finalize();
-  return 0;
+  return code;
 }

@@ -52,6 +52,7 @@
 #include "collectives/node_shared_buffer.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
+#include "microbench/benchmark_flags.hpp"
 #include "microbench/checks.hpp"
 #include "microbench/machine_state.hpp"
 #include "microbench/mpi_tool.hpp"
@@ -65,10 +66,10 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -342,10 +343,15 @@ void run_benchmark(benchmark::State& state, const std::string& algorithm_name, c
   state.counters["bytes_per_peer"] = static_cast<double>(bytes);
 }
 
+// The other ranks' reporter: no results, and no errors either (rank 0 reports the same ones).
 class SilentReporter : public benchmark::BenchmarkReporter {
  public:
+  SilentReporter() { SetErrorStream(&discard_); }
   bool ReportContext(const Context&) override { return true; }
   void ReportRuns(const std::vector<Run>&) override {}
+
+ private:
+  std::ostream discard_{nullptr};  // no buffer: what is written is dropped
 };
 
 void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_settings) {
@@ -388,12 +394,52 @@ void add_options(CLI::App& app, Options& opt, bool& list_algorithms, bool& list_
   app.add_flag("--list-settings", list_settings, tb::kListSettingsHelp);
 }
 
+// One benchmark: its name and what it times.
+struct BenchmarkSpec {
+  std::string title, layout, algorithm;
+  std::int64_t bytes = 1;  // per peer
+  bool persistent = false;
+};
+
 // What the options ask for, checked before any benchmark is registered.
 struct Plan {
   std::int64_t lo = 1, hi = 1;  // bytes per peer
   std::vector<std::string> algorithms;
   bool with_local_remap = false;
+  std::vector<BenchmarkSpec> benchmarks;  // in the order they run
 };
+
+// The plan's benchmarks, one per (layout, method, size, calls and pass), in the order they run:
+// by default each method's size sweep in turn, with --interleave per size the methods in turn.
+std::vector<BenchmarkSpec> list_benchmarks(const Options& opt, const Plan& plan) {
+  std::vector<BenchmarkSpec> list;
+  // A persistent run is named <algorithm>:persistent (local_remap has no Alltoallw to prepare).
+  auto add = [&](const std::string& layout, const std::string& algorithm, std::int64_t bytes, int pass) {
+    if (is_redistribution_layout(layout) && bytes < 16) return;  // one complex<double> per peer at least
+    const std::string kind = is_redistribution_layout(layout) ? "redistribute/" : "alltoallw/";
+    for (const auto& calls : opt.calls) {
+      const bool persistent = calls == "persistent";
+      if (persistent && algorithm == "local_remap") continue;
+      const std::string name = algorithm + (persistent ? ":persistent" : "");
+      std::string title = kind + layout + "/" + name + "/" + std::to_string(bytes);
+      if (opt.passes > 1) title += "/pass:" + std::to_string(pass);
+      list.push_back({title, layout, algorithm, bytes, persistent});
+    }
+  };
+  for (const auto& layout : opt.layouts) {
+    std::vector<std::string> methods = plan.algorithms;
+    if (is_redistribution_layout(layout) && plan.with_local_remap) methods.emplace_back("local_remap");
+    if (opt.interleave) {
+      for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2)
+        for (int pass = 1; pass <= opt.passes; ++pass)
+          for (const auto& algorithm : methods) add(layout, algorithm, bytes, pass);
+    } else {
+      for (const auto& algorithm : methods)
+        for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2) add(layout, algorithm, bytes, 1);
+    }
+  }
+  return list;
+}
 
 Plan validate(const Options& opt) {
   tb::check_no_repeats("--algorithms", opt.algorithms);
@@ -436,32 +482,15 @@ Plan validate(const Options& opt) {
     else if (!is_redistribution_layout(layout) && layout != "contiguous")
       throw std::invalid_argument("--layouts: unknown layout '" + layout +
                                   "' (use contiguous, vector<B> such as vector64, slab or pencil)");
+  plan.benchmarks = list_benchmarks(opt, plan);
+  if (plan.benchmarks.empty())  // Google Benchmark would say "Failed to match any benchmarks" and exit 0
+    throw std::invalid_argument("--algorithms, --layouts, --calls and -m select no benchmark (local_remap runs on "
+                                "the slab and pencil layouts only, blocking only, from 16 bytes per peer)");
   return plan;
 }
 
-// Google Benchmark takes a negative --benchmark_repetitions and fails inside with
-// "vector::reserve": checked here first.
-void check_benchmark_flags(const std::vector<char*>& args) {
-  for (const char* a : args) {
-    if (std::strncmp(a, "--benchmark_repetitions=", 24) != 0) continue;
-    int n = 0;
-    const std::string text = a + 24;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (ec != std::errc{} || end != text.data() + text.size() || n < 1 || n > 1000000)
-      throw std::invalid_argument("--benchmark_repetitions: '" + text + "' is not a count from 1 to 1000000");
-  }
-}
-
-// --benchmark_out=<path> as rank 0 was given it (the other ranks drop the flag), or "".
-std::string benchmark_out(const std::vector<char*>& args) {
-  std::string path;
-  for (const char* a : args)
-    if (std::strncmp(a, "--benchmark_out=", 16) == 0) path = a + 16;
-  return path;
-}
-
-// The run's metadata in Google Benchmark's "context", then one benchmark per (layout, method, size),
-// each taking the machine's states with `probes` before and after it runs (none where null).
+// The run's metadata in Google Benchmark's "context", then the plan's benchmarks, each taking the
+// machine's states with `probes` before and after it runs (none where null).
 void register_benchmarks(const Options& opt, const Plan& plan, StateProbes* probes) {
   const nlohmann::json meta = tb::run_metadata(MPI_COMM_WORLD);
   for (const auto& [key, value] : meta.items())
@@ -470,34 +499,12 @@ void register_benchmarks(const Options& opt, const Plan& plan, StateProbes* prob
   benchmark::AddCustomContext("buffers", opt.buffers);
   benchmark::AddCustomContext("timing", opt.paper ? "paper: 3 inner x up to 50 outer, fastest/3 (MAX over ranks)"
                                                   : "per call, MAX over ranks");
-  // A persistent run is named <algorithm>:persistent (local_remap has no Alltoallw to prepare).
-  auto add = [&](const std::string& layout, const std::string& algorithm, std::int64_t bytes, int pass) {
-    if (is_redistribution_layout(layout) && bytes < 16) return;  // one complex<double> per peer at least
-    const std::string kind = is_redistribution_layout(layout) ? "redistribute/" : "alltoallw/";
-    for (const auto& calls : opt.calls) {
-      const bool persistent = calls == "persistent";
-      if (persistent && algorithm == "local_remap") continue;
-      const std::string name = algorithm + (persistent ? ":persistent" : "");
-      std::string title = kind + layout + "/" + name + "/" + std::to_string(bytes);
-      if (opt.passes > 1) title += "/pass:" + std::to_string(pass);
-      auto* b = benchmark::RegisterBenchmark(title.c_str(),
-                                             run_benchmark, algorithm, layout, bytes, persistent, opt, probes);
-      b->UseManualTime()->Unit(benchmark::kMicrosecond);
-      if (opt.paper) b->Iterations(1);
-      else if (opt.iterations > 0) b->Iterations(opt.iterations);
-    }
-  };
-  for (const auto& layout : opt.layouts) {
-    std::vector<std::string> methods = plan.algorithms;
-    if (is_redistribution_layout(layout) && plan.with_local_remap) methods.emplace_back("local_remap");
-    if (opt.interleave) {
-      for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2)
-        for (int pass = 1; pass <= opt.passes; ++pass)
-          for (const auto& algorithm : methods) add(layout, algorithm, bytes, pass);
-    } else {
-      for (const auto& algorithm : methods)
-        for (std::int64_t bytes = plan.lo; bytes <= plan.hi; bytes *= 2) add(layout, algorithm, bytes, 1);
-    }
+  for (const BenchmarkSpec& spec : plan.benchmarks) {
+    auto* b = benchmark::RegisterBenchmark(spec.title.c_str(), run_benchmark, spec.algorithm, spec.layout, spec.bytes,
+                                           spec.persistent, opt, probes);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+    if (opt.paper) b->Iterations(1);
+    else if (opt.iterations > 0) b->Iterations(opt.iterations);
   }
 }
 
@@ -525,16 +532,20 @@ void run(const Options& opt, bool list, bool list_settings, const std::vector<ch
     if (rank == 0) std::printf("%s", tb::alltoallw_algorithm_list().c_str());
     return;
   }
-  tb::check_writable(MPI_COMM_WORLD, "--benchmark_out", benchmark_out(args));
+  tb::check_writable(MPI_COMM_WORLD, "--benchmark_out", tb::benchmark_flag(args, "benchmark_out").value);
   std::unique_ptr<StateProbes> probes;  // freed before MPI_Finalize, unlike the registered benchmarks
   if (opt.state_probes == "on") probes = std::make_unique<StateProbes>(MPI_COMM_WORLD);
   register_benchmarks(opt, plan, probes.get());
+  // Every rank registers the same benchmarks and matches the same filter, so every rank gets the
+  // same count and makes the same decision on it (the others need not wait for rank 0's).
+  std::size_t matched = 0;
   if (rank == 0) {
-    benchmark::RunSpecifiedBenchmarks();
+    matched = benchmark::RunSpecifiedBenchmarks();
   } else {
     SilentReporter silent;
-    benchmark::RunSpecifiedBenchmarks(&silent);
+    matched = benchmark::RunSpecifiedBenchmarks(&silent);
   }
+  tb::check_benchmarks_matched(matched, args);
 }
 
 }  // namespace
@@ -550,7 +561,8 @@ int main(int argc, char** argv) {
     std::erase_if(args, [](const char* a) { return std::strncmp(a, "--benchmark_out", 15) == 0; });
   int n = static_cast<int>(args.size());
   try {
-    check_benchmark_flags(args);
+    // Every rank checks the whole command line (the others' lacks --benchmark_out*), so all agree.
+    tb::check_benchmark_flags(std::vector<char*>(argv, argv + argc));
   } catch (const std::invalid_argument& e) {
     if (rank == 0) std::fprintf(stderr, "tb-bench: error: %s\n", e.what());
     MPI_Finalize();
