@@ -22,12 +22,11 @@ int free_layout(MPI_Comm, int, void* value, void*) {
   return MPI_SUCCESS;
 }
 
-// The virtual node id of `rank` among `size`, or -1 when no emulation is asked for.
+// The virtual node id of `rank` among `size`, or -1 when no emulation is asked for. (Both
+// settings at once are an error that each carries: settings.cpp, refuse_both_node_settings.)
 int virtual_node(int rank, int size, std::string& source) {
   const int per_node = settings().ranks_per_node.get();
   const int num_nodes = settings().num_nodes.get();
-  if (per_node > 0 && num_nodes > 0)
-    throw std::invalid_argument("set TB_RANKS_PER_NODE or TB_NUM_NODES, not both");
   if (per_node > 0) {
     source = "TB_RANKS_PER_NODE=" + std::to_string(per_node);
     return rank / per_node;

@@ -12,7 +12,9 @@
 // Errors (an unknown algorithm name, bad arguments, mismatched sizes, MPI failures) are reported
 // on stderr and raised through the communicator's error handler with an MPI error class, as MPI
 // would: the class each tb::MpiError carries (collectives/algorithm_support.hpp), MPI_ERR_ARG for
-// a setting or algorithm name that cannot be used. TB_CHECKED=1 works here as in the C++ API.
+// a setting or algorithm name that cannot be used (a TB_ALLTOALLW_RECORD path that cannot be
+// written among them), MPI_ERR_IO on rank 0 for a record line that could not be written (after
+// the call's exchange, which every rank completes). TB_CHECKED=1 works here as in the C++ API.
 // Internally only PMPI_* entry points are used, so the library never recurses into itself.
 //
 // Persistent calls: MPI_Alltoallw_init (MPI 4: MPICH 4.0.2) and MPIX_Alltoallw_init (Open MPI
@@ -35,7 +37,9 @@
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <cstdio>
 #include <cstdlib>
@@ -114,13 +118,14 @@ std::int64_t blocks_of(int count, MPI_Datatype type) {
 }
 
 // Every rank contributes (bytes sent, send blocks, receive blocks) per peer; rank 0 of the
-// communicator appends the call's pattern as one JSON line.
-void record(State& s, const int sendcounts[], const MPI_Datatype sendtypes[], const int recvcounts[],
+// communicator appends the call's pattern as one JSON line. Returns why that line could not be
+// written (rank 0 alone can fail), or "".
+std::string record(State& s, const int sendcounts[], const MPI_Datatype sendtypes[], const int recvcounts[],
             const MPI_Datatype recvtypes[], MPI_Comm comm) {
   int inter = 0, size = 0, rank = 0;
-  if (comm == MPI_COMM_NULL || !sendcounts || !sendtypes || !recvcounts || !recvtypes) return;  // run() says why
+  if (comm == MPI_COMM_NULL || !sendcounts || !sendtypes || !recvcounts || !recvtypes) return "";  // run() says why
   PMPI_Comm_test_inter(comm, &inter);
-  if (inter) return;
+  if (inter) return "";
   PMPI_Comm_size(comm, &size);
   PMPI_Comm_rank(comm, &rank);
   std::vector<long long> mine(3 * static_cast<std::size_t>(size));
@@ -134,18 +139,26 @@ void record(State& s, const int sendcounts[], const MPI_Datatype sendtypes[], co
   std::vector<long long> all(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
   PMPI_Gather(mine.data(), 3 * size, MPI_LONG_LONG, all.data(), 3 * size, MPI_LONG_LONG, 0, comm);
   ++s.recorded;
-  if (rank != 0) return;
+  if (rank != 0) return "";
   nlohmann::json pairs = nlohmann::json::array();
   auto row = [&](int r, int p, int k) { return all[static_cast<std::size_t>(r) * 3 * size + 3 * p + k]; };
   for (int src = 0; src < size; ++src)
     for (int dst = 0; dst < size; ++dst)
       if (row(src, dst, 0) > 0) pairs.push_back({src, dst, row(src, dst, 0), row(src, dst, 1), row(dst, src, 2)});
+  errno = 0;
   std::ofstream f(s.record_path, std::ios::app);
-  f << nlohmann::json{{"ranks", size},
-                      {"description", "MPI_Alltoallw call " + std::to_string(s.recorded) + " recorded by libtb_alltoallw"},
-                      {"pairs", pairs}}
-           .dump()
-    << "\n";
+  if (f)
+    f << nlohmann::json{{"ranks", size},
+                        {"description",
+                         "MPI_Alltoallw call " + std::to_string(s.recorded) + " recorded by libtb_alltoallw"},
+                        {"pairs", pairs}}
+             .dump()
+      << "\n";
+  if (f) f.close();  // flushes: a full disk shows here
+  if (f) return "";
+  const std::string why = errno != 0 ? std::string(" (") + std::strerror(errno) + ")" : "";
+  return "TB_ALLTOALLW_RECORD='" + s.record_path + "': cannot be written" + why + "; call " +
+         std::to_string(s.recorded) + " not recorded";
 }
 
 }  // namespace
@@ -156,10 +169,12 @@ extern "C" int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const 
   State& s = state();
   if (!s.initialised) init(s);
   if (!s.algorithm) return fail(comm, MPI_ERR_ARG, s.error);
+  std::string not_recorded;  // why rank 0 could not write the call's record
   try {
     if (!s.record_path.empty()) {
       const bool in_place = sendbuf == MPI_IN_PLACE;  // then the receive side is what is sent
-      record(s, in_place ? recvcounts : sendcounts, in_place ? recvtypes : sendtypes, recvcounts, recvtypes, comm);
+      not_recorded =
+          record(s, in_place ? recvcounts : sendcounts, in_place ? recvtypes : sendtypes, recvcounts, recvtypes, comm);
     }
     s.algorithm->run({sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm});
   } catch (const std::exception&) {
@@ -171,6 +186,9 @@ extern "C" int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const 
     std::fprintf(stderr, "[libtb_alltoallw] rank %d: MPI_Alltoallw via %s (call %ld)\n", world_rank(), path.c_str(),
                  s.calls);
   s.last_path = path;
+  // Raised after the exchange, which every rank runs (the others wait for rank 0 in it): the data
+  // moved, the record of it is lost.
+  if (!not_recorded.empty()) return fail(comm, MPI_ERR_IO, not_recorded);
   return MPI_SUCCESS;
 }
 

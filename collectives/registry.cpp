@@ -26,9 +26,13 @@ Registry& registry() {
 void load_plugins(Registry& r) {
   r.plugins_loaded = true;
   for (const std::string& path : settings().algorithm_plugins.get()) {
+    const std::size_t before = r.algorithms.size(), errors_before = r.errors.size();
     if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       const char* why = dlerror();
       r.errors.push_back("TB_ALGORITHM_PLUGINS: cannot load '" + path + "': " + (why ? why : "unknown error"));
+    } else if (r.algorithms.size() == before && r.errors.size() == errors_before) {
+      // Not a plugin (e.g. some other library), or one already loaded: nothing it names can run.
+      r.errors.push_back("TB_ALGORITHM_PLUGINS: '" + path + "' registered no algorithm");
     }
   }
   // Native first (the reference), then by name, whatever order the files were initialised in.

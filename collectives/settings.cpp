@@ -3,12 +3,24 @@
 #include "collectives/registry.hpp"
 #include "collectives/tuning_table.hpp"
 
+#if defined(TB_HAVE_UCX)
+#include <ucp/api/ucp.h>
+#endif
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <sstream>
+
+extern char** environ;
 
 namespace tb {
 namespace {
@@ -84,13 +96,27 @@ std::string malformed(const char* name, const std::string& text, std::string_vie
   return std::string(name) + "='" + text + "': use " + std::string(expected);
 }
 
+// Decimal digits only: no sign, no spaces (strtoll and strtoull would skip spaces, and strtoull
+// would wrap " -1" to 2^64 - 1).
+bool digits_only(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
 // A whole decimal integer in [low, high], or nothing.
 std::optional<long long> integer(const std::string& text, long long low, long long high) {
-  char* end = nullptr;
+  if (!digits_only(text)) return std::nullopt;
   errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || errno == ERANGE || v < low || v > high) return std::nullopt;
+  const long long v = std::strtoll(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || v < low || v > high) return std::nullopt;
   return v;
+}
+
+// " (at most high)" where `text` is a whole number above `high`: the limit the user ran into.
+std::string limit_note(const std::string& text, unsigned long long high) {
+  if (!digits_only(text)) return "";
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  return errno == ERANGE || v > high ? " (at most " + std::to_string(high) + ")" : "";
 }
 
 template <class T>
@@ -98,18 +124,18 @@ Setting<T> integer_setting(const char* name, T fallback, long long low, long lon
   const auto text = env(name);
   if (!text) return Setting<T>(fallback);
   const auto v = integer(*text, low, high);
-  if (!v) return Setting<T>::invalid(malformed(name, *text, expected));
+  if (!v) return Setting<T>::invalid(malformed(name, *text, expected) + limit_note(*text, high));
   return Setting<T>(static_cast<T>(*v));
 }
 
 Setting<std::uint64_t> seed_setting(const char* name) {
   const auto text = env(name);
   if (!text) return Setting<std::uint64_t>(20261130u);
-  char* end = nullptr;
   errno = 0;
-  const unsigned long long v = std::strtoull(text->c_str(), &end, 10);
-  if ((*text)[0] == '-' || *end != '\0' || errno == ERANGE)
-    return Setting<std::uint64_t>::invalid(malformed(name, *text, "an unsigned integer"));
+  const unsigned long long v = digits_only(*text) ? std::strtoull(text->c_str(), nullptr, 10) : 0;
+  if (!digits_only(*text) || errno == ERANGE)
+    return Setting<std::uint64_t>::invalid(malformed(name, *text, "an unsigned integer") +
+                                           limit_note(*text, std::numeric_limits<std::uint64_t>::max()));
   return Setting<std::uint64_t>(v);
 }
 
@@ -125,11 +151,42 @@ Setting<T> choice_setting(const char* name, T fallback, std::initializer_list<st
 
 Setting<std::string> text_setting(const char* name) { return Setting<std::string>(env(name).value_or("")); }
 
+// Why `path` cannot be opened for appending, or "" when it can; nothing is created. A file that
+// exists must be writable and not a folder; a new file needs a writable folder to be made in.
+std::string unwritable(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return "it is a directory";
+    return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  }
+  if (errno != ENOENT) return std::strerror(errno);
+  std::string folder = std::filesystem::path(path).parent_path().string();
+  if (folder.empty()) folder = ".";
+  if (stat(folder.c_str(), &st) != 0) return "folder " + folder + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return folder + " is not a directory";
+  return access(folder.c_str(), W_OK | X_OK) == 0 ? "" : "folder " + folder + ": " + std::strerror(errno);
+}
+
+// An output file's path ("" = off), refused here when it cannot be written, so that a typo fails
+// before any work rather than losing the output at the end.
+Setting<std::string> output_path_setting(const char* name) {
+  const auto text = env(name);
+  if (!text) return Setting<std::string>("");
+  const std::string why = unwritable(*text);
+  if (!why.empty())
+    return Setting<std::string>::invalid(std::string(name) + "='" + *text + "': cannot be written (" + why + ")");
+  return Setting<std::string>(*text);
+}
+
 Setting<std::vector<std::string>> path_list(const char* name) {
   std::vector<std::string> paths;
   std::istringstream in(env(name).value_or(""));
-  for (std::string path; std::getline(in, path, ':');)
-    if (!path.empty()) paths.push_back(path);
+  for (std::string path; std::getline(in, path, ':');) {
+    if (path.empty()) continue;
+    if (std::find(paths.begin(), paths.end(), path) != paths.end())
+      return Setting<std::vector<std::string>>::invalid(std::string(name) + ": '" + path + "' is listed twice");
+    paths.push_back(path);
+  }
   return Setting<std::vector<std::string>>(paths);
 }
 
@@ -139,18 +196,74 @@ Setting<NodeLeaderRule> leader_setting() {
   if (!text) return Setting<NodeLeaderRule>(NodeLeaderRule{});
   if (*text == "numa") return Setting<NodeLeaderRule>(NodeLeaderRule{.numa = true, .per_node = 1});
   const auto k = integer(*text, 1, std::numeric_limits<int>::max());
-  if (!k) return Setting<NodeLeaderRule>::invalid(malformed(name, *text, "a positive integer or numa"));
+  if (!k)
+    return Setting<NodeLeaderRule>::invalid(malformed(name, *text, "a positive integer or numa") +
+                                            limit_note(*text, std::numeric_limits<int>::max()));
   return Setting<NodeLeaderRule>(NodeLeaderRule{.numa = false, .per_node = static_cast<int>(*k)});
 }
 
+// Seconds in (0, 1e9], written as a decimal number (strtod alone would also take spaces, hex,
+// inf and nan).
 Setting<double> seconds_setting(const char* name, double fallback) {
   const auto text = env(name);
   if (!text) return Setting<double>(fallback);
   char* end = nullptr;
   const double v = std::strtod(text->c_str(), &end);
-  if (end == text->c_str() || *end != '\0' || !(v > 0) || v > 1e9)
-    return Setting<double>::invalid(malformed(name, *text, "seconds > 0"));
+  if (text->find_first_not_of("0123456789.eE+-") != std::string::npos || end == text->c_str() || *end != '\0' ||
+      !(v > 0) || v > 1e9)
+    return Setting<double>::invalid(malformed(name, *text, "seconds > 0, at most 1e9"));
   return Setting<double>(v);
+}
+
+// Both ways of forming virtual nodes set: each setting carries the error, wherever it is read.
+void refuse_both_node_settings(Settings& s) {
+  const bool both = s.ranks_per_node.error().empty() && s.num_nodes.error().empty() && s.ranks_per_node.get() > 0 &&
+                    s.num_nodes.get() > 0;
+  if (!both) return;
+  const std::string error = "TB_RANKS_PER_NODE and TB_NUM_NODES are both set; set one";
+  s.ranks_per_node = Setting<int>::invalid(error);
+  s.num_nodes = Setting<int>::invalid(error);
+}
+
+// The TB_UCX_<NAME> variables that UCX reads for ucx_zcopy's context (all but the testbed's own
+// TB_UCX_PACK_BELOW and TB_UCX_TIMEOUT_S), as (NAME, value).
+std::vector<std::pair<std::string, std::string>> ucx_own_settings() {
+  std::vector<std::pair<std::string, std::string>> found;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::size_t equals = entry.find('=');
+    if (!entry.starts_with("TB_UCX_") || equals == std::string_view::npos) continue;
+    const std::string name(entry.substr(7, equals - 7));
+    if (name != "PACK_BELOW" && name != "TIMEOUT_S") found.emplace_back(name, std::string(entry.substr(equals + 1)));
+  }
+  return found;
+}
+
+// UCX reads a TB_UCX_<NAME> that is set but empty as an empty value (TB_UCX_TLS='': no transports
+// at all), not as unset as the testbed's settings do, and checks the values only when ucx_zcopy
+// starts its context: both are refused here, before any work. A value is checked by UCX's own
+// parser (ucp_config_modify), which also logs what it expects.
+void check_ucx_settings() {
+  const auto own = ucx_own_settings();
+  for (const auto& [name, value] : own)
+    if (value.empty())
+      throw std::invalid_argument("TB_UCX_" + name + " is set but empty, which UCX reads as an empty value, " +
+                                  "not as unset: unset it or give a value");
+#if defined(TB_HAVE_UCX)
+  if (own.empty()) return;
+  ucp_config_t* config = nullptr;
+  if (ucp_config_read(nullptr, nullptr, &config) != UCS_OK) return;  // UCX_* are the MPI library's business
+  std::string error;
+  for (const auto& [name, value] : own) {
+    const ucs_status_t status = ucp_config_modify(config, name.c_str(), value.c_str());
+    if (status != UCS_OK) {
+      error = "TB_UCX_" + name + "='" + value + "': UCX refuses it (" + ucs_status_string(status) + ")";
+      break;
+    }
+  }
+  ucp_config_release(config);
+  if (!error.empty()) throw std::invalid_argument(error);
+#endif
 }
 
 Settings read_environment() {
@@ -170,10 +283,11 @@ Settings read_environment() {
                                               "each-call, each-call-allreduce or assume-same");
   s.algorithm_plugins = path_list("TB_ALGORITHM_PLUGINS");
   s.alltoallw_verbose = integer_setting<int>("TB_ALLTOALLW_VERBOSE", 0, 0, 2, "0, 1 or 2");
-  s.alltoallw_record = text_setting("TB_ALLTOALLW_RECORD");
+  s.alltoallw_record = output_path_setting("TB_ALLTOALLW_RECORD");
   s.checked = choice_setting("TB_CHECKED", false, {{"0", false}, {"1", true}}, "0 or 1");
   s.ranks_per_node = integer_setting<int>("TB_RANKS_PER_NODE", 0, 1, 1 << 20, "a positive integer");
   s.num_nodes = integer_setting<int>("TB_NUM_NODES", 0, 1, 1 << 20, "a positive integer");
+  refuse_both_node_settings(s);
   s.node_order = choice_setting("TB_NODE_ORDER", NodeOrder::block,
                                 {{"block", NodeOrder::block}, {"round-robin", NodeOrder::round_robin}},
                                 "block or round-robin");
@@ -229,12 +343,17 @@ void reload_settings() { current() = read_environment(); }
 void check_settings() {
   const Settings& s = settings();
   for (const std::string* error :
-       {&s.alltoallw.error(), &s.tuning_table.error(), &s.auto_agreement.error(), &s.redistribution_agreement.error(), &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(),
-        &s.checked.error(),         &s.ranks_per_node.error(), &s.num_nodes.error(), &s.node_order.error(), &s.node_leaders.error(),
+       {&s.alltoallw.error(), &s.tuning_table.error(), &s.auto_agreement.error(), &s.redistribution_agreement.error(),
+        &s.algorithm_plugins.error(), &s.alltoallw_verbose.error(), &s.alltoallw_record.error(), &s.checked.error(),
+        &s.ranks_per_node.error(), &s.num_nodes.error(), &s.node_order.error(), &s.node_leaders.error(),
         &s.node_leader_copy.error(), &s.streaming_stores.error(), &s.ucx_pack_below.error(),
         &s.ucx_timeout_s.error(), &s.conformance_seed.error(), &s.conformance_cases.error(),
         &s.conformance_shared_send.error(), &s.fft_test_seed.error()})
     if (!error->empty()) throw std::invalid_argument(*error);
+  check_ucx_settings();
+  // The plugins load now (the registry's first use), so that one that cannot be loaded, or that
+  // registers no algorithm, is an error before any work.
+  if (!s.algorithm_plugins.get().empty()) alltoallw_algorithms();
   // TB_ALLTOALLW must name a registered algorithm (plugins included) even where a tool names its
   // own: a typo would otherwise go unnoticed. make_alltoallw("") throws the registry's error,
   // which names the variable and lists the algorithms.

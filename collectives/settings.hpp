@@ -4,7 +4,8 @@
 // calls before it works. Tools print the table with --list-settings.
 //
 // Variables named TB_UCX_<NAME> are not parsed here: they are UCX's own settings, read by UCX
-// for ucx_zcopy's context alone (e.g. TB_UCX_TLS=self,tcp).
+// for ucx_zcopy's context alone (e.g. TB_UCX_TLS=self,tcp). check_settings() refuses one that is
+// set but empty, and, in a build with UCX, one whose value UCX's parser refuses.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +71,7 @@ struct Settings {
   Setting<RedistributionAgreement> redistribution_agreement;  // TB_REDISTRIBUTION_AGREEMENT
   Setting<std::vector<std::string>> algorithm_plugins;  // TB_ALGORITHM_PLUGINS
   Setting<int> alltoallw_verbose;                       // TB_ALLTOALLW_VERBOSE
-  Setting<std::string> alltoallw_record;                // TB_ALLTOALLW_RECORD ("" = off)
+  Setting<std::string> alltoallw_record;                // TB_ALLTOALLW_RECORD ("" = off; refused if unwritable)
   Setting<bool> checked;                                // TB_CHECKED
   Setting<int> ranks_per_node;                          // TB_RANKS_PER_NODE (0 = unset)
   Setting<int> num_nodes;                               // TB_NUM_NODES (0 = unset)
@@ -93,7 +94,9 @@ const Settings& settings();
 // Reads the environment again: for tests that change a variable within one process.
 void reload_settings();
 
-// Throws std::invalid_argument with the first malformed setting's error.
+// Throws std::invalid_argument with the first malformed setting's error; then for TB_UCX_<NAME>
+// values UCX refuses, and for TB_ALGORITHM_PLUGINS that cannot be loaded or register nothing
+// (it loads them).
 void check_settings();
 
 }  // namespace tb

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace tb {
 namespace {
 
@@ -303,6 +305,74 @@ TEST(Checked, IsADeclaredSetting) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("TB_CHECKED"), std::string::npos) << e.what();
   }
+}
+
+// What check_settings() throws, or "" when it accepts the environment.
+std::string settings_error() {
+  try {
+    check_settings();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Values refused before any work, each with an error naming the setting and the value.
+TEST(Settings, BadValuesAreRefusedByCheckSettings) {
+  struct Bad {
+    const char* name;
+    const char* value;
+    const char* error;  // a part of the error
+  };
+  const Bad cases[] = {
+      {"TB_ALLTOALLW_RECORD", "/no/such/folder/rec.jsonl",
+       "TB_ALLTOALLW_RECORD='/no/such/folder/rec.jsonl': cannot be written (folder /no/such/folder: No such file"},
+      {"TB_ALLTOALLW_RECORD", "/tmp", "TB_ALLTOALLW_RECORD='/tmp': cannot be written (it is a directory)"},
+      {"TB_CONFORMANCE_SEED", " -1", "TB_CONFORMANCE_SEED=' -1': use an unsigned integer"},
+      {"TB_FFT_TEST_SEED", " -5", "TB_FFT_TEST_SEED=' -5': use an unsigned integer"},
+      {"TB_FFT_TEST_SEED", "18446744073709551616", "(at most 18446744073709551615)"},
+      {"TB_ALLTOALLW_VERBOSE", " 1", "TB_ALLTOALLW_VERBOSE=' 1': use 0, 1 or 2"},
+      {"TB_CONFORMANCE_CASES", "+3", "TB_CONFORMANCE_CASES='+3': use a positive integer"},
+      {"TB_RANKS_PER_NODE", "1048577", "TB_RANKS_PER_NODE='1048577': use a positive integer (at most 1048576)"},
+      {"TB_UCX_TIMEOUT_S", "1000000001", "TB_UCX_TIMEOUT_S='1000000001': use seconds > 0, at most 1e9"},
+      {"TB_UCX_TIMEOUT_S", " 5", "TB_UCX_TIMEOUT_S=' 5': use seconds > 0"},
+      {"TB_UCX_TLS", "", "TB_UCX_TLS is set but empty"},
+#if defined(TB_HAVE_UCX)
+      {"TB_UCX_RNDV_THRESH", "abc", "TB_UCX_RNDV_THRESH='abc': UCX refuses it"},
+#endif
+  };
+  for (const Bad& c : cases) {
+    test::ScopedEnv bad(c.name, c.value);
+    EXPECT_NE(settings_error().find(c.error), std::string::npos)
+        << c.name << "='" << c.value << "' gave: '" << settings_error() << "'";
+  }
+}
+
+TEST(Settings, GoodValuesAreAccepted) {
+  const std::string record =
+      "/tmp/tb-settings-record-" + std::to_string(test::world_rank()) + "-" + std::to_string(getpid()) + ".jsonl";
+  {
+    test::ScopedEnv path("TB_ALLTOALLW_RECORD", record.c_str());
+    test::ScopedEnv seed("TB_CONFORMANCE_SEED", "18446744073709551615");
+    test::ScopedEnv timeout("TB_UCX_TIMEOUT_S", "1e9");
+    test::ScopedEnv per_node("TB_RANKS_PER_NODE", "1048576");
+#if defined(TB_HAVE_UCX)
+    test::ScopedEnv threshold("TB_UCX_RNDV_THRESH", "8k");
+#endif
+    EXPECT_EQ(settings_error(), "");
+    EXPECT_EQ(settings().alltoallw_record.get(), record);
+  }
+  EXPECT_NE(access(record.c_str(), F_OK), 0) << "checking " << record << " created it";
+}
+
+// Two ways of forming virtual nodes at once: refused before any work, and wherever either is read.
+TEST(Settings, RanksPerNodeAndNumNodesTogetherAreRefused) {
+  test::ScopedEnv per_node("TB_RANKS_PER_NODE", "1");
+  test::ScopedEnv nodes("TB_NUM_NODES", "2");
+  const std::string error = "TB_RANKS_PER_NODE and TB_NUM_NODES are both set; set one";
+  EXPECT_EQ(settings_error(), error);
+  EXPECT_THROW(settings().num_nodes.get(), std::invalid_argument);
+  EXPECT_THROW(settings().ranks_per_node.get(), std::invalid_argument);
 }
 
 int g_values_deleted = 0;
