@@ -17,27 +17,10 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from store import read_rows  # noqa: E402
+from store import read_json, read_rows, unreadable  # noqa: E402
 
 
 UNITS_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}  # tb-bench's time_unit -> microseconds
-
-
-def unreadable(path, e):
-    """The ValueError, naming the file, of the OSError `e` from reading `path`."""
-    return ValueError(f"{path}: " + ("is a directory" if isinstance(e, IsADirectoryError)
-                                     else f"cannot be read: {e.strerror}"))
-
-
-def read_json(path):
-    """The JSON document in `path`; ValueError naming the file if it cannot be read or is not JSON."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except OSError as e:
-        raise unreadable(path, e) from e
-    except ValueError as e:  # JSONDecodeError, or bytes that are not UTF-8
-        raise ValueError(f"{path}: not JSON ({e})") from e
 
 
 def read_benchmarks(path):

@@ -16,7 +16,8 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alltoallw_sizes import number, read_json  # noqa: E402
+from alltoallw_sizes import number  # noqa: E402
+from store import read_json  # noqa: E402
 
 
 def text(where, row, field):

@@ -81,6 +81,10 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from store import read_json  # noqa: E402
+
+
 KIB, MIB = 1 << 10, 1 << 20
 SUMMARY_FROM_BYTES = KIB        # the summaries count points from 1 KiB per peer
 WITHIN_FROM_BYTES = 64 * KIB    # "within 25 %" counts points from 64 KiB per peer
@@ -97,21 +101,12 @@ GOAL_MEDIAN_ABS, GOAL_ABS_BIAS = 0.15, 0.05
 # Reading tb-redistribute, tb-bench and tb-model output
 # ---------------------------------------------------------------------------------------------
 
-def load_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
 def load_object(path, what, name=None):
     """A JSON file that must hold one object (`what`: "a calibration object"); the errors name the
     file (as `name` where given: "base FILE")."""
-    name = name or path
-    try:
-        doc = load_json(path)
-    except ValueError as e:  # not JSON, or not text
-        raise ValueError(f"{name}: not JSON ({e})") from None
+    doc = read_json(path, name)
     if not isinstance(doc, dict):
-        raise ValueError(f"{name}: not {what}")
+        raise ValueError(f"{name or path}: not {what}")
     return doc
 
 
@@ -890,7 +885,7 @@ def calibration_spread(hosts):
     value, (max - min) / max, with its min, median and max. A list of rows
     (curve, x, minimum, median, maximum); the curves in the files' order."""
     host_median(hosts)  # the files must be of one shape: the same errors as host-median
-    specs = [load_json(path) for path in hosts]
+    specs = [read_json(path) for path in hosts]
     points = []
     for section in ("host", "library"):
         if all(isinstance(spec.get(section), dict) for spec in specs):
@@ -1040,7 +1035,7 @@ def state_lines(launches, state="all", tally=None):
              f"(tb-beff also when it ends: the larger is shown) and before and after each timed row (the state "
              f"can change within a launch). {mixed}", ""]
     for source, paths in launches:
-        ratios = [launch_ratio(load_json(p), kind) for p in paths]
+        ratios = [launch_ratio(read_json(p), kind) for p in paths]
         known = [r for r in ratios if r is not None]
         slow = sum(1 for r in known if is_slow(r, kind))
         text = ", ".join("-" if r is None else f"{r:.1f}" for r in ratios)

@@ -43,7 +43,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from store import read_rows  # noqa: E402
+from store import read_json, read_rows  # noqa: E402
 
 # MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM value -> the csel container's JSON name.
 CSEL_NAMES = {
@@ -162,18 +162,6 @@ def point_args(text):
     if not isinstance(point, dict):
         raise ValueError(f"--point-args {text}: not a JSON object (experiments/run.py's --args)")
     return point
-
-
-def read_json(path, option):
-    """The JSON document of the file an option names; ValueError naming both where it cannot be
-    read or is not JSON."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except OSError as e:
-        raise ValueError(f"{option} {path}: cannot be read ({e.strerror})") from None
-    except ValueError as e:
-        raise ValueError(f"{option} {path}: not JSON ({e})") from None
 
 
 def write_selection(path, tree):
@@ -515,8 +503,8 @@ def main(argv=None):
         if args.selection_json:
             if by_ranks is None:
                 raise ValueError("no tb-bench points to derive a selection from")
-            generic = read_json(args.generic, "--generic")
-            kept = previous_branches(read_json(args.merge, "--merge"), args.merge) if args.merge else None
+            generic = read_json(args.generic, f"--generic {args.generic}")
+            kept = previous_branches(read_json(args.merge, f"--merge {args.merge}"), args.merge) if args.merge else None
             write_selection(args.selection_json, selection_json(generic, by_ranks, kept))
             print(f"mpich_algorithms.py: wrote {args.selection_json}", file=sys.stderr)
             if args.point_args is not None:

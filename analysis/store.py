@@ -3,9 +3,31 @@ every analysis script reads it. Like run.py, it never stops on a damaged store: 
 not a JSON object (one cut short by a killed runner) is reported on stderr as FILE:LINE and
 skipped, and so are the rows of a point the store holds only partly (rows carrying
 "rows_in_point" and "point_run", fewer of that point_run than rows_in_point; rows of older
-stores, without rows_in_point, are all kept). Standard library only."""
+stores, without rows_in_point, are all kept). Standard library only.
+
+It also holds the one reader of the other JSON files the analysis scripts take (tb-bench and
+tb-redistribute output, calibrations, selection files), so that their errors read alike."""
 import json
 import sys
+
+
+def unreadable(name, e):
+    """The ValueError, naming the file (`name`), of the OSError `e` from reading it."""
+    return ValueError(f"{name}: " + ("is a directory" if isinstance(e, IsADirectoryError)
+                                     else f"cannot be read: {e.strerror}"))
+
+
+def read_json(path, name=None):
+    """The JSON document in `path`; ValueError naming the file (as `name` where given, e.g.
+    "--merge FILE") if it is a directory, cannot be read or is not JSON (or not UTF-8 text)."""
+    name = name or path
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise unreadable(name, e) from None
+    except ValueError as e:  # JSONDecodeError, or bytes that are not UTF-8
+        raise ValueError(f"{name}: not JSON ({e})") from None
 
 
 def read_objects(store, quiet=False):

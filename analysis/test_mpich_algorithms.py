@@ -317,7 +317,7 @@ class CommandLine(unittest.TestCase):
                                ([store, "--selection-json", out, "--generic", generic, "--merge", garbage],
                                 f"--merge {garbage}: not JSON ("),
                                ([store, "--selection-json", out, "--generic", os.path.join(tmp, "none.json")],
-                                "none.json: cannot be read (No such file or directory)")):
+                                "none.json: cannot be read: No such file or directory")):
                 status, stdout, stderr = self.run_main(argv)
                 self.assertEqual(status, 2, argv)
                 self.assertIn(text, stderr)
