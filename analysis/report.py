@@ -206,7 +206,128 @@ def patch_series_plots(rows, out, md, images):
     return md, images
 
 
+def sizes_section(s, out):
+    """Markdown and plots of the per-size benchmarks: time, bandwidth and speedup against native per
+    mode, MPI, rank count and layout."""
+    md = ["## Alltoallw per message size (tb-bench)", "",
+          "Time per call is the MAX over ranks; bandwidth is bytes sent per rank per second.", ""]
+    images = []
+    sp = speedups(s)
+    for (mode, mpi, ranks, layout), g in s.groupby(["mode", "mpi", "ranks", "layout"]):
+        tag = f"{mode}_{mpi}_{ranks}r_{layout}"
+        title = f"{layout}, {mode}, {mpi}, {ranks} ranks"
+        p = os.path.join(out, f"time_{tag}.png")
+        line_plot(g, "bytes_per_peer", "time_us", "algorithm", title, "time per call (us)", p)
+        images.append(p)
+        p = os.path.join(out, f"bandwidth_{tag}.png")
+        line_plot(g, "bytes_per_peer", "bandwidth_GBps", "algorithm", title, "GB/s per rank", p)
+        images.append(p)
+        gs = sp[(sp["mode"] == mode) & (sp["mpi"] == mpi) & (sp["ranks"] == ranks) & (sp["layout"] == layout)]
+        if not gs.empty:
+            p = os.path.join(out, f"speedup_{tag}.png")
+            line_plot(gs, "bytes_per_peer", "speedup_vs_native", "algorithm", title, "native time / time", p,
+                      logy=False)
+            images.append(p)
+        md += [f"### {title}", "", f"![time](time_{tag}.png) ![bandwidth](bandwidth_{tag}.png)"
+               + (f" ![speedup](speedup_{tag}.png)" if not gs.empty else ""), ""]
+        wide = g.pivot_table(index="bytes_per_peer", columns="algorithm", values="time_us").reset_index()
+        md += ["Time per call (us):", "", by_size(wide, ".3g"), ""]
+        if not gs.empty:
+            wide = gs.pivot_table(index="bytes_per_peer", columns="algorithm", values="speedup_vs_native").reset_index()
+            md += ["Speedup vs native (native time / time):", "", by_size(wide, ".2f"), ""]
+    return md, images
+
+
+def mode_ratio_section(s, out):
+    """Markdown and plots of each network mode's times against intra-node's (nothing where the
+    store has one mode only)."""
+    mr = mode_ratios(s)
+    if mr.empty:
+        return [], []
+    md = ["## Intra- vs inter-node", "",
+          "Time in each network mode divided by the time of the same case intra-node.", ""]
+    images = []
+    for (mpi, ranks, layout), g in mr.groupby(["mpi", "ranks", "layout"]):
+        tag = f"{mpi}_{ranks}r_{layout}"
+        g = g.assign(series=g["algorithm"] + " (" + g["mode"] + ")")
+        p = os.path.join(out, f"intra_vs_inter_{tag}.png")
+        line_plot(g, "bytes_per_peer", "ratio_to_intra", "series", f"{layout}, {mpi}, {ranks} ranks",
+                  "time / time intra", p)
+        images.append(p)
+        wide = g.pivot_table(index="bytes_per_peer", columns="series", values="ratio_to_intra").reset_index()
+        md += [f"### {layout}, {mpi}, {ranks} ranks", "", f"![intra vs inter](intra_vs_inter_{tag}.png)", "",
+               by_size(wide, ".2f"), ""]
+    return md, images
+
+
+def redistribution_section(df, out):
+    """Markdown and plots of the redistributions against their memcpy floor, per experiment: over
+    the rank counts where it has several, else as bars."""
+    md = ["## Redistributions against the memcpy floor (tb-redistribute)", ""]
+    images = []
+    for exp, g in redistribution_frame(df).groupby("experiment"):
+        md += [f"### {exp}", ""]
+        if g["ranks"].nunique() > 1:  # one line per variant over the rank counts, a plot per decomposition
+            for kind, k in g[g["method"] != "memcpy_floor"].groupby("decomposition"):
+                name = f"floor_{exp}_{kind}.png"
+                line_plot(k.assign(series=rank_series(k, g)), "ranks", "fastest_over_floor", "series", f"{exp}: {kind}",
+                          "fastest / memcpy floor", os.path.join(out, name), logy=False)
+                images.append(os.path.join(out, name))
+                md += [f"![{kind}]({name})", ""]
+        else:
+            name = f"floor_{exp}.png"
+            floor_bars(g, exp, os.path.join(out, name))
+            images.append(os.path.join(out, name))
+            md += [f"![floor]({name})", ""]
+        md += [table(g, ["mode", "mpi", "ranks", "global_shape", "decomposition", "grid", "variant", "fastest_s",
+                         "median_s", "fastest_over_floor"]), ""]
+    return md, images
+
+
+def fft_breakdown_plot(g, exp, path):
+    """Bars of the serial FFTs' and the redistributions' time per method at the largest rank count."""
+    top = g[g["ranks"] == g["ranks"].max()].sort_values("time_ms")
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.barh(top["method"], top["fft_ms"], label="serial FFTs (mean per pair)")
+    ax.barh(top["method"], top["redistribute_ms"], left=top["fft_ms"], label="redistributions (mean per pair)")
+    ax.set_xlabel("ms")
+    ax.set_title(f"{exp}: breakdown at {int(g['ranks'].max())} ranks")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def fft_section(df, out):
+    """Markdown and plots of the parallel FFT: scaling over the rank counts and the time's breakdown."""
+    md = ["## Parallel FFT (tb-fft)", "",
+          "Forward+backward pair, fastest of the outer loops / inner (MAX over ranks).", ""]
+    images = []
+    for exp, g in df[df["tool"] == "tb-fft"].groupby("experiment"):
+        g = g.drop_duplicates(subset=["mode", "mpi", "ranks", "global_shape", "method", "serial"], keep="last")
+        g = g.assign(time_ms=g["fastest_s"] * 1e3, fft_ms=g["fft_s"] * 1e3, redistribute_ms=g["redistribute_s"] * 1e3)
+        p = os.path.join(out, f"scaling_{exp}.png")
+        line_plot(g, "ranks", "time_ms", "method", exp, "forward+backward (ms)", p)
+        p2 = os.path.join(out, f"breakdown_{exp}.png")
+        fft_breakdown_plot(g, exp, p2)
+        images += [p, p2]
+        md += [f"### {exp}", "", f"![scaling](scaling_{exp}.png) ![breakdown](breakdown_{exp}.png)", "",
+               table(g.sort_values(["ranks", "time_ms"]),
+                     ["mode", "ranks", "global_shape", "grid", "method", "time_ms", "fft_ms", "redistribute_ms"]), ""]
+    return md, images
+
+
+def where_it_ran(df):
+    """Markdown naming the MPI library, commit and host of the store's first row with metadata."""
+    meta = df["metadata"].dropna().iloc[0] if "metadata" in df and df["metadata"].notna().any() else {}
+    if not isinstance(meta, dict) or not meta:
+        return []
+    return ["## Where it ran", "", f"- MPI: {meta.get('mpi_library', '?')}",
+            f"- git commit: {meta.get('git_commit', '?')}", f"- host: {meta.get('host', '?')}", ""]
+
+
 def report(df, out):
+    """Writes OUT/report.md and its plots from the store's rows `df`; returns (path, plot paths)."""
     os.makedirs(out, exist_ok=True)
     md = ["# Testbed report", "",
           f"{len(df)} result rows from {df['experiment'].nunique()} experiment(s): "
@@ -222,98 +343,18 @@ def report(df, out):
         md, images = patch_series_plots(rows, out, md, images)
         df = df[~patch_series]
 
+    sections = []
     s = sizes_frame(df)
     if not s.empty:
-        md += ["## Alltoallw per message size (tb-bench)", "",
-               "Time per call is the MAX over ranks; bandwidth is bytes sent per rank per second.", ""]
-        sp = speedups(s)
-        for (mode, mpi, ranks, layout), g in s.groupby(["mode", "mpi", "ranks", "layout"]):
-            tag = f"{mode}_{mpi}_{ranks}r_{layout}"
-            title = f"{layout}, {mode}, {mpi}, {ranks} ranks"
-            p = os.path.join(out, f"time_{tag}.png")
-            line_plot(g, "bytes_per_peer", "time_us", "algorithm", title, "time per call (us)", p)
-            images.append(p)
-            p = os.path.join(out, f"bandwidth_{tag}.png")
-            line_plot(g, "bytes_per_peer", "bandwidth_GBps", "algorithm", title, "GB/s per rank", p)
-            images.append(p)
-            gs = sp[(sp["mode"] == mode) & (sp["mpi"] == mpi) & (sp["ranks"] == ranks) & (sp["layout"] == layout)]
-            if not gs.empty:
-                p = os.path.join(out, f"speedup_{tag}.png")
-                line_plot(gs, "bytes_per_peer", "speedup_vs_native", "algorithm", title, "native time / time", p,
-                          logy=False)
-                images.append(p)
-            md += [f"### {title}", "", f"![time](time_{tag}.png) ![bandwidth](bandwidth_{tag}.png)"
-                   + (f" ![speedup](speedup_{tag}.png)" if not gs.empty else ""), ""]
-            wide = g.pivot_table(index="bytes_per_peer", columns="algorithm", values="time_us").reset_index()
-            md += ["Time per call (us):", "", by_size(wide, ".3g"), ""]
-            if not gs.empty:
-                wide = gs.pivot_table(index="bytes_per_peer", columns="algorithm", values="speedup_vs_native").reset_index()
-                md += ["Speedup vs native (native time / time):", "", by_size(wide, ".2f"), ""]
-        mr = mode_ratios(s)
-        if not mr.empty:
-            md += ["## Intra- vs inter-node", "",
-                   "Time in each network mode divided by the time of the same case intra-node.", ""]
-            for (mpi, ranks, layout), g in mr.groupby(["mpi", "ranks", "layout"]):
-                tag = f"{mpi}_{ranks}r_{layout}"
-                g = g.assign(series=g["algorithm"] + " (" + g["mode"] + ")")
-                p = os.path.join(out, f"intra_vs_inter_{tag}.png")
-                line_plot(g, "bytes_per_peer", "ratio_to_intra", "series", f"{layout}, {mpi}, {ranks} ranks",
-                          "time / time intra", p)
-                images.append(p)
-                wide = g.pivot_table(index="bytes_per_peer", columns="series", values="ratio_to_intra").reset_index()
-                md += [f"### {layout}, {mpi}, {ranks} ranks", "", f"![intra vs inter](intra_vs_inter_{tag}.png)", "",
-                       by_size(wide, ".2f"), ""]
-
+        sections += [sizes_section(s, out), mode_ratio_section(s, out)]
     if "tool" in df and (df["tool"] == "tb-redistribute").any():
-        md += ["## Redistributions against the memcpy floor (tb-redistribute)", ""]
-        for exp, g in redistribution_frame(df).groupby("experiment"):
-            md += [f"### {exp}", ""]
-            if g["ranks"].nunique() > 1:  # one line per variant over the rank counts, a plot per decomposition
-                for kind, k in g[g["method"] != "memcpy_floor"].groupby("decomposition"):
-                    name = f"floor_{exp}_{kind}.png"
-                    line_plot(k.assign(series=rank_series(k, g)), "ranks", "fastest_over_floor", "series", f"{exp}: {kind}",
-                              "fastest / memcpy floor", os.path.join(out, name), logy=False)
-                    images.append(os.path.join(out, name))
-                    md += [f"![{kind}]({name})", ""]
-            else:
-                name = f"floor_{exp}.png"
-                floor_bars(g, exp, os.path.join(out, name))
-                images.append(os.path.join(out, name))
-                md += [f"![floor]({name})", ""]
-            md += [table(g, ["mode", "mpi", "ranks", "global_shape", "decomposition", "grid", "variant", "fastest_s",
-                             "median_s", "fastest_over_floor"]), ""]
-
+        sections.append(redistribution_section(df, out))
     if "tool" in df and (df["tool"] == "tb-fft").any():
-        f = df[df["tool"] == "tb-fft"].copy()
-        md += ["## Parallel FFT (tb-fft)", "",
-               "Forward+backward pair, fastest of the outer loops / inner (MAX over ranks).", ""]
-        for exp, g in f.groupby("experiment"):
-            g = g.drop_duplicates(subset=["mode", "mpi", "ranks", "global_shape", "method", "serial"], keep="last")
-            g = g.assign(time_ms=g["fastest_s"] * 1e3, fft_ms=g["fft_s"] * 1e3, redistribute_ms=g["redistribute_s"] * 1e3)
-            p = os.path.join(out, f"scaling_{exp}.png")
-            line_plot(g, "ranks", "time_ms", "method", exp, "forward+backward (ms)", p)
-            images.append(p)
-            top = g[g["ranks"] == g["ranks"].max()].sort_values("time_ms")
-            p2 = os.path.join(out, f"breakdown_{exp}.png")
-            fig, ax = plt.subplots(figsize=(7, 4))
-            ax.barh(top["method"], top["fft_ms"], label="serial FFTs (mean per pair)")
-            ax.barh(top["method"], top["redistribute_ms"], left=top["fft_ms"], label="redistributions (mean per pair)")
-            ax.set_xlabel("ms")
-            ax.set_title(f"{exp}: breakdown at {int(g['ranks'].max())} ranks")
-            ax.legend(fontsize=8)
-            fig.tight_layout()
-            fig.savefig(p2, dpi=110)
-            plt.close(fig)
-            images.append(p2)
-            md += [f"### {exp}", "", f"![scaling](scaling_{exp}.png) ![breakdown](breakdown_{exp}.png)", "",
-                   table(g.sort_values(["ranks", "time_ms"]),
-                         ["mode", "ranks", "global_shape", "grid", "method", "time_ms", "fft_ms", "redistribute_ms"]), ""]
-
-    meta = (everything["metadata"].dropna().iloc[0]
-            if "metadata" in everything and everything["metadata"].notna().any() else {})
-    if isinstance(meta, dict) and meta:
-        md += ["## Where it ran", "", f"- MPI: {meta.get('mpi_library', '?')}",
-               f"- git commit: {meta.get('git_commit', '?')}", f"- host: {meta.get('host', '?')}", ""]
+        sections.append(fft_section(df, out))
+    for section_md, section_images in sections:
+        md += section_md
+        images += section_images
+    md += where_it_ran(everything)
     path = os.path.join(out, "report.md")
     with open(path, "w") as fh:
         fh.write("\n".join(md) + "\n")
