@@ -423,7 +423,8 @@ def rank_list(text):
     return values
 
 
-def main(argv=None):
+def parse_options(argv):
+    """The command line's options, checked (argparse exits with status 2 on an error)."""
     parser = argparse.ArgumentParser(description="Run an experiment definition; results go to a JSON-lines store.")
     parser.add_argument("definition")
     parser.add_argument("--mode", default="intra", choices=MODES)
@@ -463,7 +464,27 @@ def main(argv=None):
     error = check_smpi_options(options)
     if error:
         parser.error(error)
+    if options.mode == "cluster" and not options.hostfile and not options.slurm:
+        parser.error("cluster mode needs --hostfile (or --slurm to write a batch script)")
+    return options
 
+
+def check_can_run(definition, options):
+    """The error text where the points to run cannot start (a tool not built, netns mode without
+    root), else None."""
+    try:
+        launch.check_binary(definition["tool"], options.mpi, options.bin)
+        if options.mode == launch.SMPI:
+            launch.check_binary("tb-smpirun", options.mpi, options.bin)
+    except ValueError as e:
+        return f"{definition['name']}: {e}"
+    if options.mode == "netns" and os.geteuid() != 0:
+        return "netns mode creates network namespaces and needs root; run it as root"
+    return None
+
+
+def main(argv=None):
+    options = parse_options(argv)
     try:
         definition = load_definition(options.definition)
         points = for_mpi(expand(definition, options.args, options.ranks), options.mpi)
@@ -477,8 +498,6 @@ def main(argv=None):
             print(f"run.py: {e}", file=sys.stderr)
             return 2
         return 0
-    if options.mode == "cluster" and not options.hostfile:
-        parser.error("cluster mode needs --hostfile (or --slurm to write a batch script)")
     if options.mode == launch.SMPI:
         try:  # a platform that cannot hold the largest point fails now, not after hours of others
             if points:
@@ -500,20 +519,12 @@ def main(argv=None):
             print(f"  [{state}] {k} {json.dumps(p, sort_keys=True)}")
         return 0
     to_run = any(k not in done for _, k in planned)
-    if to_run:
-        try:
-            launch.check_binary(definition["tool"], options.mpi, options.bin)
-            if options.mode == launch.SMPI:
-                launch.check_binary("tb-smpirun", options.mpi, options.bin)
-        except ValueError as e:
-            print(f"run.py: {definition['name']}: {e}", file=sys.stderr)
-            return 2
+    error = check_can_run(definition, options) if to_run else None
+    if error:
+        print(f"run.py: {error}", file=sys.stderr)
+        return 2
     os.makedirs(os.path.dirname(os.path.abspath(options.store)), exist_ok=True)
     netns = os.path.join(ROOT, "experiments", "netns.sh")
-    if options.mode == "netns" and to_run:
-        if os.geteuid() != 0:
-            print("run.py: netns mode creates network namespaces and needs root; run it as root", file=sys.stderr)
-            return 2
     # SIGTERM unwinds like Ctrl-C: run_command stops the job's process group, the point's
     # temporary directory goes, netns comes down (the finally below).
     received = []
