@@ -115,8 +115,10 @@ class SubarrayRedistribution final : public Redistribution {
   AlltoallwAlgorithm& algorithm() { return *algorithm_; }
 
  private:
-  // The arrays of the last call, and the call prepared for them (from their second call).
+  // The arrays of the last call, and the call prepared for them (from their second call). A rank
+  // holding no data passes null arrays: its first call has no "last" to match, hence `called`.
   struct Prepared {
+    bool called = false;
     const void* from = nullptr;
     void* to = nullptr;
     std::unique_ptr<PreparedAlltoallw> call;

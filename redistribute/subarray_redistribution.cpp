@@ -177,9 +177,10 @@ void SubarrayRedistribution::exchange(const AlltoallwArgs& args, Prepared& prepa
     prepared.call->start();
     return;
   }
-  const bool mine = prepared.from == args.sendbuf && prepared.to == args.recvbuf;
+  const bool mine = prepared.called && prepared.from == args.sendbuf && prepared.to == args.recvbuf;
   if (!same_arrays_everywhere(mine, comm())) {
     prepared.call.reset();
+    prepared.called = true;
     prepared.from = args.sendbuf;
     prepared.to = args.recvbuf;
     algorithm_->run(args);

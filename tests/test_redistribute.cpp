@@ -356,6 +356,27 @@ TEST(Redistribution, AssumeSameSkipsTheAgreementAndCheckedModeCatchesAFalseAsser
   EXPECT_EQ(forward_errors(plan, a, b), 0);
 }
 
+// A rank holding no data passes null arrays at every call, the addresses a plan starts from: its
+// first call is still a call with new arrays, as on the other ranks, even when nothing is agreed
+// (assume-same). It once prepared and started there while the others ran blocking: a hang.
+TEST(Redistribution, AssumeSameFirstCallOnARankWithoutDataRunsLikeTheOthers) {
+  if (world_size() < 2) GTEST_SKIP() << "needs a rank that holds nothing";
+  test::ScopedEnv assume("TB_REDISTRIBUTION_AGREEMENT", "assume-same");
+  auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0});
+  Pencil in(grid, {1, 3, 1}, 2);  // axis 0 (in) and axis 2 (out) of extent 1: ranks from 1 hold nothing
+  const ElementType t = ElementType::f64;
+  for (const char* checked : {"0", "1"}) {
+    test::ScopedEnv check("TB_CHECKED", checked);
+    for (const std::string method : {"native", "pairwise"}) {
+      SubarrayRedistribution plan(in, in.realigned(0), t, method);
+      auto a = buffer(in, t, std::byte{0}), b = buffer(plan.output(), t, std::byte{0});
+      EXPECT_EQ(a.empty(), world_rank() != 0);
+      for (int call = 1; call <= 3; ++call)
+        EXPECT_EQ(forward_errors(plan, a, b), 0) << method << ", TB_CHECKED=" << checked << ", call " << call;
+    }
+  }
+}
+
 TEST(Redistribution, RejectsPencilsThatAreNotOneRealignmentApart) {
   auto grid = ProcessGrid::create(MPI_COMM_WORLD, {0, 0});
   auto other_grid = ProcessGrid::create(MPI_COMM_WORLD, {0, 0});
