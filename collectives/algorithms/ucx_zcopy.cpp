@@ -579,7 +579,7 @@ void UcxZcopyAlltoallw::describe_sends(Call& call) {
     const ByteSpan& span = call.recv_span;
     in_place_copy_.resize(static_cast<std::size_t>(span.touched ? span.bytes() : 0));
     if (span.touched)
-      std::memcpy(in_place_copy_.data(), at(call.args.recvbuf, static_cast<int>(span.lo)), in_place_copy_.size());
+      std::memcpy(in_place_copy_.data(), at(call.args.recvbuf, span.lo), in_place_copy_.size());
     call.send.buf = in_place_copy_.data() - span.lo;  // the same displacements, shifted to the copy
   }
   // Small blocks are packed by the sender (one get per block would cost more than the copy):

@@ -5,12 +5,14 @@
 // One Irecv and one Isend per peer with a non-empty block, all in flight at once, then one
 // Waitall; the self block goes through MPI like any other. Per rank: up to P-1 messages each
 // way, the user's datatypes unchanged. It is what Open MPI's coll/basic does for Alltoallw.
-// MPI_IN_PLACE: every outgoing block is first packed (MPI_Pack) out of the receive layout, then
-// sent as MPI_PACKED, so no receive can overwrite data not yet sent.
+// MPI_IN_PLACE: every outgoing block is first packed out of the receive layout, then sent as
+// bytes, so no receive can overwrite data not yet sent.
 #include "collectives/algorithm_support.hpp"
 #include "collectives/comm_cache.hpp"
+#include "collectives/pack.hpp"
 #include "collectives/registry.hpp"
 
+#include <cstdint>
 #include <vector>
 
 namespace {
@@ -27,7 +29,7 @@ class LinearAlltoallw final : public tb::AlltoallwAlgorithm {
     const bool in_place = a.sendbuf == MPI_IN_PLACE;
     if (in_place) {
       set_path("linear_isend_irecv (in place, packed first)");
-      pack_outgoing(a, c.size, comm);
+      pack_outgoing(a, c.size);
     }
     requests_.clear();
     for (int p = 0; p < c.size; ++p) {
@@ -41,8 +43,8 @@ class LinearAlltoallw final : public tb::AlltoallwAlgorithm {
       if (tb::bytes_of(send.counts[p], send.types[p]) == 0) continue;
       requests_.emplace_back();
       if (in_place) {
-        TB_MPI_CHECK(PMPI_Isend(packed_.data() + packed_at_[p], packed_end_[p] - packed_at_[p], MPI_PACKED, p, kTag,
-                                comm, &requests_.back()));
+        TB_MPI_CHECK(PMPI_Isend(packed_.data() + packed_at_[p], static_cast<int>(packed_at_[p + 1] - packed_at_[p]),
+                                MPI_BYTE, p, kTag, comm, &requests_.back()));
       } else {
         TB_MPI_CHECK(PMPI_Isend(tb::at(send.buf, send.displs[p]), send.counts[p], send.types[p], p, kTag, comm,
                                 &requests_.back()));
@@ -52,26 +54,22 @@ class LinearAlltoallw final : public tb::AlltoallwAlgorithm {
   }
 
   // Packs every peer's block of the receive layout into packed_: peer p's bytes are
-  // [packed_at_[p], packed_end_[p]).
-  void pack_outgoing(const tb::AlltoallwArgs& a, int size, MPI_Comm comm) {
+  // [packed_at_[p], packed_at_[p + 1]). The testbed's packer, not MPI_Pack: MPICH 4.0.2's
+  // MPI_Pack refuses MPI_BOTTOM (a null input) though its types may hold absolute addresses.
+  void pack_outgoing(const tb::AlltoallwArgs& a, int size) {
     packed_at_.assign(static_cast<std::size_t>(size) + 1, 0);
-    for (int p = 0; p < size; ++p) {
-      int bytes = 0;
-      if (a.recvcounts[p] > 0) TB_MPI_CHECK(PMPI_Pack_size(a.recvcounts[p], a.recvtypes[p], comm, &bytes));
-      packed_at_[p + 1] = packed_at_[p] + bytes;
-    }
+    for (int p = 0; p < size; ++p) packed_at_[p + 1] = packed_at_[p] + tb::bytes_of(a.recvcounts[p], a.recvtypes[p]);
     packed_.resize(static_cast<std::size_t>(packed_at_[size]));
-    packed_end_.assign(packed_at_.begin(), packed_at_.end() - 1);
     for (int p = 0; p < size; ++p)
-      if (a.recvcounts[p] > 0)
-        TB_MPI_CHECK(PMPI_Pack(tb::at(a.recvbuf, a.rdispls[p]), a.recvcounts[p], a.recvtypes[p], packed_.data(),
-                               static_cast<int>(packed_.size()), &packed_end_[p], comm));
+      if (packed_at_[p + 1] > packed_at_[p])
+        tb::pack(tb::at(a.recvbuf, a.rdispls[p]), a.recvcounts[p], *tb::type_layout(a.recvtypes[p]),
+                 packed_.data() + packed_at_[p]);
   }
 
  private:
   std::vector<MPI_Request> requests_;
   std::vector<std::byte> packed_;
-  std::vector<int> packed_at_, packed_end_;
+  std::vector<std::int64_t> packed_at_;
 };
 
 const tb::AlltoallwRegistration registration({
