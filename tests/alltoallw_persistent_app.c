@@ -1,7 +1,8 @@
 /* An ordinary MPI application using a persistent MPI_Alltoallw (MPI_Alltoallw_init on MPI 4
  * libraries, MPIX_Alltoallw_init on Open MPI 4.1): a strided send type and a contiguous receive
  * type, started 3 times with new send data each time, the receive buffer cleared between starts,
- * once through MPI_Startall beside a persistent receive of the library's own. Then a call whose
+ * once through MPI_Startall beside a persistent receive of the library's own, then freed, and a
+ * second one made on the same communicator, started once ("again"). Then a call whose
  * sizes do not match (rank 0 expects one element more from every peer) must fail on every rank at
  * init, with MPI_ERRORS_RETURN, and not hang (with the argument --mismatch: MPI libraries do not
  * check this). Checked element by element; prints
@@ -99,6 +100,17 @@ int main(int argc, char** argv) {
   }
   MPI_Request_free(&pair[0]);
   if (alltoallw != MPI_REQUEST_NULL) MPI_Request_free(&alltoallw);
+  /* Again: a second persistent Alltoallw on the communicator, after the first was freed. */
+  if (!bad) {
+    bad += ALLTOALLW_INIT(send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, MPI_COMM_WORLD,
+                          MPI_INFO_NULL, &alltoallw) != MPI_SUCCESS;
+    for (int i = 0; i < 2 * N * size; ++i) send[i] = (i % 2 == 0) ? value(4, rank, i / 2) : -7;
+    for (int i = 0; i < N * size; ++i) recv[i] = -1;
+    bad += MPI_Start(&alltoallw) != MPI_SUCCESS;
+    bad += MPI_Wait(&alltoallw, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+    bad += check(recv, 4, rank, size);
+    MPI_Request_free(&alltoallw);
+  }
   const int mismatch = argc > 1 && strcmp(argv[1], "--mismatch") == 0;
   const int mismatch_ok = mismatch && size > 1 ? mismatched_init_succeeds(send, recv, rcounts, rdispls, rtypes, rank, size) : 0;
   int totals[2] = {bad, mismatch_ok}, sums[2];
