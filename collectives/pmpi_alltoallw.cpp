@@ -300,6 +300,32 @@ extern "C" int MPI_Request_free(MPI_Request* request) {
   return code;
 }
 
+// Thread support: the library keeps one algorithm and its call state for the whole process, and
+// the testbed's algorithms keep buffers and tables between calls, so two threads in MPI_Alltoallw
+// at once would share them. MPI_THREAD_MULTIPLE is therefore granted as MPI_THREAD_SERIALIZED:
+// an application that needs more sees it in `provided`, as MPI intends, instead of failing
+// inside the collective.
+namespace {
+int serialized_at_most(int provided) { return std::min(provided, static_cast<int>(MPI_THREAD_SERIALIZED)); }
+}  // namespace
+
+extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  const int code = PMPI_Init_thread(argc, argv, required, provided);
+  if (code == MPI_SUCCESS && provided != nullptr && *provided > MPI_THREAD_SERIALIZED) {
+    *provided = serialized_at_most(*provided);
+    if (required > MPI_THREAD_SERIALIZED && world_rank() == 0)
+      std::fprintf(stderr, "[libtb_alltoallw] rank 0: MPI_THREAD_MULTIPLE asked for, MPI_THREAD_SERIALIZED granted: "
+                           "the library's Alltoallw state is per process, not per thread\n");
+  }
+  return code;
+}
+
+extern "C" int MPI_Query_thread(int* provided) {
+  const int code = PMPI_Query_thread(provided);
+  if (code == MPI_SUCCESS && provided != nullptr) *provided = serialized_at_most(*provided);
+  return code;
+}
+
 extern "C" int MPI_Finalize() {
   State& s = state();
   s.prepared.clear();  // they use the algorithm and MPI state

@@ -1,12 +1,29 @@
 /* An ordinary MPI application that knows nothing of the testbed: one MPI_Alltoallw with a
  * strided send type and a contiguous receive type, checked element by element. The PMPI tests
- * run it under LD_PRELOAD=libtb_alltoallw.so. Prints "alltoallw_app: OK" and exits 0 on success. */
+ * run it under LD_PRELOAD=libtb_alltoallw.so. Prints "alltoallw_app: OK" and exits 0 on success.
+ * With --thread-multiple it asks MPI_Init_thread for MPI_THREAD_MULTIPLE and prints on rank 0 the
+ * level granted and the one MPI_Query_thread reports. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+static const char* level_name(int level) {
+  return level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
+         : level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED" : "MPI_THREAD_MULTIPLE";
+}
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  if (argc > 1 && strcmp(argv[1], "--thread-multiple") == 0) {
+    int provided = -1, queried = -1;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Query_thread(&queried);
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    if (me == 0) printf("alltoallw_app: provided %s, queried %s\n", level_name(provided), level_name(queried));
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
