@@ -22,9 +22,9 @@
 // AlltoallwAlgorithm::prepare) and return a persistent request of the library's own, a send of no
 // bytes to MPI_PROC_NULL, so that MPI_Wait, MPI_Test and their relatives work unchanged. MPI_Start
 // and MPI_Startall run the prepared call when given such a request, then start that request; the
-// exchange therefore happens inside MPI_Start (an implementation of a persistent collective may
-// do that: every rank starts its collectives in the same order) and the wait returns at once.
-// MPI_Request_free drops the prepared call.
+// exchange therefore happens inside MPI_Start and the wait returns at once. MPI makes MPI_Start
+// local, so a program that needs its peer to communicate between its start and its wait can
+// deadlock here (docs/known-problems.md). MPI_Request_free drops the prepared call.
 #include "collectives/mpi_error.hpp"
 #include "collectives/registry.hpp"
 #include "collectives/settings.hpp"
