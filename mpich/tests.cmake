@@ -115,6 +115,13 @@ foreach(algo ${TB_MPICH_ALGORITHMS} scattered)
     set_tests_properties(mpich.cvar.${mode}.${algo}.np2 PROPERTIES TIMEOUT 120 LABELS "mpi;mpich-patched"
                          ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo}")
   endforeach()
+  # ... and no rank is left waiting when rank 0 goes on after it (patch 17): every rank returns and
+  # meets the others in MPI_Barrier. The timeout is the hang check.
+  add_test(NAME mpich.cvar.truncate-self-return.${algo}.np3
+           COMMAND ${tb_expect} --match "cvar_switch: ok: rank 0: MPI_Alltoallw returned MPI_ERR_TRUNCATE"
+                   -- ${tb_mpirun} 3 ${TB_MPIEXEC_FLAGS} ${tb_cvar_switch} truncate-self-return)
+  set_tests_properties(mpich.cvar.truncate-self-return.${algo}.np3 PROPERTIES TIMEOUT 60 LABELS "mpi;mpich-patched"
+                       ENVIRONMENT "MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=${algo}")
 endforeach()
 # The same signal across emulated nodes: rank 0 (node 0) gets its short block from rank 1 (node 1)
 # in the leaders' aggregated message; the size header says it does not fit.

@@ -19,6 +19,11 @@
  *   cvar_switch truncate-self-strided   The same, rank 0 sending itself its two ints as a strided
  *                          vector (two pieces against one): node_leader copies such an own block
  *                          in its packing phase, which must fail the same way.
+ *   cvar_switch truncate-self-return   The same as truncate-self, but rank 0 does not abort: every
+ *                          rank must return from MPI_Alltoallw (the others with an error or not,
+ *                          as the algorithm carries the error to them), then meet in MPI_Barrier.
+ *                          An algorithm that gave up on its exchanges after the failed own copy
+ *                          left the others waiting (the test's timeout).
  *   cvar_switch inplace    MPI_IN_PLACE with an algorithm restricted to out-of-place buffers: with
  *                          MPIR_CVAR_COLLECTIVE_FALLBACK=print, MPICH says on stderr which forced
  *                          algorithm "cannot be applied" (the check generated from
@@ -44,7 +49,7 @@ static void fail(const char *what)
 
 /* Every rank sends two ints to every rank; rank 0 expects only one from rank `short_peer`.
  * With `strided_self`, rank 0 sends itself ints 0 and 2 of its send buffer as one strided vector. */
-static int run_truncate(int short_peer, int strided_self)
+static int run_truncate(int short_peer, int strided_self, int fatal)
 {
     int *sendbuf = malloc(2 * size * sizeof(int)), *recvbuf = malloc(2 * size * sizeof(int));
     int *counts = malloc(4 * size * sizeof(int));
@@ -81,12 +86,16 @@ static int run_truncate(int short_peer, int strided_self)
         if (class != MPI_ERR_TRUNCATE)
             printf("cvar_switch: rank 0: error class %d, not MPI_ERR_TRUNCATE\n", class);
         else
-            printf("cvar_switch: ok: rank 0: MPI_Alltoallw returned MPI_ERR_TRUNCATE; "
-                   "MPI_ERRORS_ARE_FATAL prints its whole error stack and aborts\n");
+            printf("cvar_switch: ok: rank 0: MPI_Alltoallw returned MPI_ERR_TRUNCATE%s\n",
+                   fatal ? "; MPI_ERRORS_ARE_FATAL prints its whole error stack and aborts" : "");
         fflush(stdout);
-        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
-        MPI_Comm_call_errhandler(MPI_COMM_WORLD, err);
+        if (fatal) {
+            MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+            MPI_Comm_call_errhandler(MPI_COMM_WORLD, err);
+        }
     }
+    if (!fatal && MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS)
+        fail("MPI_Barrier after the failed MPI_Alltoallw");
     if (stypes_self != MPI_INT)
         MPI_Type_free(&stypes_self);
     free(stypes);
@@ -158,17 +167,20 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     const char *mode = argc > 1 ? argv[1] : "version";
     if (strcmp(mode, "truncate") == 0)
-        run_truncate(1, 0);
+        run_truncate(1, 0, 1);
     else if (strcmp(mode, "truncate-self") == 0)
-        run_truncate(0, 0);
+        run_truncate(0, 0, 1);
     else if (strcmp(mode, "truncate-self-strided") == 0)
-        run_truncate(0, 1);
+        run_truncate(0, 1, 1);
+    else if (strcmp(mode, "truncate-self-return") == 0)
+        run_truncate(0, 0, 0);
     else if (strcmp(mode, "inplace") == 0)
         run_inplace();
     else if (strcmp(mode, "version") == 0)
         print_version();
     else
-        fail("unknown mode (truncate, truncate-self, truncate-self-strided, inplace or version)");
+        fail("unknown mode (truncate, truncate-self, truncate-self-strided, truncate-self-return, inplace "
+             "or version)");
     if (rank == 0) {
         printf("cvar_switch: ok\n");
         fflush(stdout);
