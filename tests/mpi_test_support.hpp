@@ -31,16 +31,21 @@ inline std::int64_t sum_over_ranks(std::int64_t v, MPI_Comm comm = MPI_COMM_WORL
 }
 
 // Sets an environment variable for one scope (and re-reads the settings) and restores what was there (or its absence).
+// SMPI's ranks are threads of one process sharing one environment: there every rank must make it
+// (it is collective on MPI_COMM_WORLD), so that all have read the old value before any sets the
+// new one, and all are done with the new one before any restores the old.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     const char* old = std::getenv(name);
     had_ = old != nullptr;
     if (had_) old_ = old;
+    every_rank_here();
     setenv(name, value, 1);
     reload_settings();
   }
   ~ScopedEnv() {
+    every_rank_here();
     if (had_) {
       setenv(name_, old_.c_str(), 1);
     } else {
@@ -52,6 +57,12 @@ class ScopedEnv {
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
+  static void every_rank_here() {
+#if defined(TB_SMPI)
+    MPI_Barrier(MPI_COMM_WORLD);
+#endif
+  }
+
   const char* name_;
   bool had_ = false;
   std::string old_;
