@@ -190,7 +190,6 @@ Floors time_floors(const Options& opt, Problem& p) {
   return f;
 }
 
-// Plans, verifies and times one method, its Alltoallw called as `calls` says.
 // This rank's wrong elements after one forward call into an output cleared to 0xA5.
 long long forward_mismatches(Problem& p, tb::Redistribution& plan) {
   std::fill(p.out.begin(), p.out.end(), std::byte{0xA5});
@@ -198,6 +197,7 @@ long long forward_mismatches(Problem& p, tb::Redistribution& plan) {
   return tb::count_pattern_mismatches(p.out_pencil, p.type, p.out.data());
 }
 
+// Plans, verifies and times one method, its Alltoallw called as `calls` says.
 Result verify_and_time(const Options& opt, Problem& p, const std::string& method, tb::AlltoallwCalls calls) {
   auto plan = tb::make_redistribution(p.in_pencil, p.out_pencil, p.type, method, calls);
   // Persistent calls: the first forward call runs blocking and the second prepares (the same
