@@ -12,14 +12,16 @@
 
 namespace tb {
 
-void wait_for_node_peers(int spin) {
+void wait_for_node_peers(int spin, MPI_Comm progress) {
   if (spin < 2000) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-  } else {
-    sched_yield();
+    return;
   }
+  sched_yield();
+  int arrived = 0;
+  TB_MPI_CHECK(PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress, &arrived, MPI_STATUS_IGNORE));
 }
 
 struct alignas(64) NodeMax::Record {
@@ -99,12 +101,12 @@ std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
   TB_MPI_CHECK(PMPI_Win_sync(window));
   TB_MPI_CHECK(PMPI_Barrier(comm));
   TB_MPI_CHECK(PMPI_Win_sync(window));
-  return std::unique_ptr<NodeMax>(new NodeMax(window, records, rank, size));
+  return std::unique_ptr<NodeMax>(new NodeMax(comm, window, records, rank, size));
 #endif
 }
 
-NodeMax::NodeMax(MPI_Win window, Record* records, int rank, int size)
-    : window_(window), records_(records), rank_(rank), size_(size) {}
+NodeMax::NodeMax(MPI_Comm comm, MPI_Win window, Record* records, int rank, int size)
+    : comm_(comm), window_(window), records_(records), rank_(rank), size_(size) {}
 
 // Errors are not reported: a destructor cannot throw, and the window goes with the process anyway.
 NodeMax::~NodeMax() {
@@ -124,7 +126,7 @@ NodeMax::Values NodeMax::max(const Values& mine) {
     if (r == rank_) continue;
     Record& peer = records_[r];
     std::atomic_ref<std::int64_t> published(peer.call);
-    for (int spin = 0; published.load(std::memory_order_acquire) < call; ++spin) wait_for_node_peers(spin);
+    for (int spin = 0; published.load(std::memory_order_acquire) < call; ++spin) wait_for_node_peers(spin, comm_);
     for (int v = 0; v < kValues; ++v)
       out[v] = std::max(out[v], std::atomic_ref<std::int64_t>(peer.slots[slot][v]).load(std::memory_order_relaxed));
   }

@@ -15,7 +15,8 @@
 // are; create() checks): the atomics then are the synchronisation, with no MPI_Win_sync.
 //
 // Waiting spins a while, then gives the core away (sched_yield), so oversubscribed ranks still
-// progress. Not for SimGrid SMPI, where a spinning rank never lets another run: create()
+// progress, and probes the library's own communicator, so that the MPI library progresses too
+// (see wait_for_node_peers). Not for SimGrid SMPI, where a spinning rank never lets another run: create()
 // returns nullptr there, as it does wherever the ranks do not share memory.
 #pragma once
 
@@ -28,15 +29,20 @@
 namespace tb {
 
 // One wait of a rank whose node peers have not yet arrived: a pause instruction for the first
-// spins, then sched_yield. (node_leader's node barrier waits the same way.)
-void wait_for_node_peers(int spin);
+// spins, then sched_yield and one MPI_Iprobe on `progress` (a communicator of the testbed's own,
+// on which the probe can match nothing of the user's). The probe keeps this rank's MPI library
+// progressing: Open MPI may finish a send that MPI_Alltoallw already reported complete only
+// while its sender calls MPI, and the peer waiting for that message may be one this rank waits
+// for. (node_leader's node barrier waits the same way.) Throws tb::MpiError when the probe fails.
+void wait_for_node_peers(int spin, MPI_Comm progress);
 
 class NodeMax {
  public:
   static constexpr int kValues = 3;
   using Values = std::array<std::int64_t, kValues>;
 
-  // Collective over `comm`. A NodeMax for its ranks when all of them share memory (one
+  // Collective over `comm`, a communicator of the testbed's own (its waits probe it). A NodeMax for
+  // its ranks when all of them share memory (one
   // MPI_COMM_TYPE_SHARED node) and the window is unified; else nullptr, and the caller reduces
   // with MPI. Throws tb::MpiError when an MPI call fails.
   static std::unique_ptr<NodeMax> create(MPI_Comm comm);
@@ -53,8 +59,9 @@ class NodeMax {
 
  private:
   struct Record;
-  NodeMax(MPI_Win window, Record* records, int rank, int size);
+  NodeMax(MPI_Comm comm, MPI_Win window, Record* records, int rank, int size);
 
+  MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Win window_ = MPI_WIN_NULL;
   Record* records_ = nullptr;  // per rank, in rank order, contiguous
   int rank_ = 0, size_ = 0;

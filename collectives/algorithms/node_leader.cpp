@@ -196,7 +196,7 @@ struct NodeState {
 
   // A node barrier through the control window: each rank publishes its barrier count (release)
   // and waits until every rank of the node has reached it (acquire); spinning gives way to
-  // sched_yield after a while, so oversubscribed ranks still progress. Faster than MPI_Barrier
+  // sched_yield and MPI progress after a while (wait_for_node_peers). Faster than MPI_Barrier
   // on the node communicator for small messages (measured with tb-bench).
   // MPI_Win_sync keeps MPI's separate memory model satisfied around it.
   void barrier() { barrier_over(staging_window); }
@@ -216,7 +216,7 @@ struct NodeState {
 #else
     for (int local = 0; local < ranks_on_node; ++local) {
       std::atomic_ref<std::int64_t> count(barrier_count(local));
-      for (int spin = 0; count.load(std::memory_order_acquire) < target; ++spin) wait_for_node_peers(spin);
+      for (int spin = 0; count.load(std::memory_order_acquire) < target; ++spin) wait_for_node_peers(spin, node_comm);
     }
 #endif
     sync_windows(data);
