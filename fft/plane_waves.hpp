@@ -20,7 +20,8 @@ struct PlaneWave {
   std::complex<double> c;       // amplitude, 0.5 <= |c| <= 1
 };
 
-// `count` waves for a global shape, from a seeded generator: the same on every rank.
+// `count` waves for a global shape, from a seeded generator: the same on every rank. The first
+// has k[a] >= 1 on every axis with N[a] >= 2, so that the input varies along every axis.
 std::vector<PlaneWave> random_plane_waves(const std::vector<std::int64_t>& shape, int count, std::uint64_t seed);
 
 // Writes this rank's part of u into the plan's input array (input_type(), input_size()).

@@ -16,6 +16,7 @@
 #include <fftw3.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <complex>
 #include <cstdio>
 #include <cstring>
@@ -471,6 +472,22 @@ TEST(ParallelFFT, BadInputIsAClearError) {
                std::invalid_argument);  // output one element too long
   EXPECT_THROW(parse_fft_kind("r2r"), std::invalid_argument);
   EXPECT_THROW(parse_fft_planner("exhaustive"), std::invalid_argument);
+}
+
+// The input varies along every axis of two points or more, whatever the seed: on an axis of length 2
+// three random waves are all constant along it once in 8 seeds, and a permutation of the input
+// along that axis would go unseen.
+TEST(ParallelFFT, PlaneWavesVaryAlongEveryAxis) {
+  const std::uint64_t first = test_seed();
+  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{2, 3, 5}, {2, 2, 2}, {1, 2, 4}})
+    for (std::uint64_t seed = first; seed < first + 200; ++seed) {
+      const auto waves = random_plane_waves(shape, 3, seed);
+      for (std::size_t a = 0; a < shape.size(); ++a) {
+        const bool varies = std::any_of(waves.begin(), waves.end(), [&](const PlaneWave& w) { return w.k[a] != 0; });
+        EXPECT_EQ(varies, shape[a] > 1) << "axis " << a << " of length " << shape[a] << ", seed " << seed;
+        for (const PlaneWave& w : waves) EXPECT_TRUE(w.k[a] >= 0 && w.k[a] < shape[a]) << "seed " << seed;
+      }
+    }
 }
 
 // The plane-wave check the tool uses is itself right: exact spectrum, and it notices a wrong one.
