@@ -13,10 +13,14 @@
 
 namespace tb {
 
-// The address `displ` bytes into `buf` (MPI_Alltoallw's displacements are in bytes; a 64-bit
-// offset may be an absolute address where `buf` is MPI_BOTTOM).
-inline const std::byte* at(const void* buf, std::int64_t displ) { return static_cast<const std::byte*>(buf) + displ; }
-inline std::byte* at(void* buf, std::int64_t displ) { return static_cast<std::byte*>(buf) + displ; }
+// The address `displ` bytes from `buf` (MPI_Alltoallw's displacements are in bytes; a 64-bit
+// offset may be an absolute address where `buf` is MPI_BOTTOM). Computed on integers, as MPI
+// computes its addresses: pointer arithmetic from a null MPI_BOTTOM, or to a base shifted before
+// an array, would be undefined in C++.
+inline std::byte* at(void* buf, std::int64_t displ) {
+  return reinterpret_cast<std::byte*>(reinterpret_cast<std::uintptr_t>(buf) + static_cast<std::uintptr_t>(displ));
+}
+inline const std::byte* at(const void* buf, std::int64_t displ) { return at(const_cast<void*>(buf), displ); }
 
 // The bytes of `count` instances of `type`; 0 for a zero count whatever the type.
 inline std::int64_t bytes_of(int count, MPI_Datatype type) {

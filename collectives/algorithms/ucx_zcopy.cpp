@@ -580,7 +580,7 @@ void UcxZcopyAlltoallw::describe_sends(Call& call) {
     in_place_copy_.resize(static_cast<std::size_t>(span.touched ? span.bytes() : 0));
     if (span.touched)
       std::memcpy(in_place_copy_.data(), at(call.args.recvbuf, span.lo), in_place_copy_.size());
-    call.send.buf = in_place_copy_.data() - span.lo;  // the same displacements, shifted to the copy
+    call.send.buf = at(in_place_copy_.data(), -span.lo);  // the same displacements, shifted to the copy
   }
   // Small blocks are packed by the sender (one get per block would cost more than the copy):
   // average block below TB_UCX_PACK_BELOW bytes (the crossover tb-bench's block-size sweep
