@@ -555,10 +555,15 @@ int main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  // Only rank 0 may write --benchmark_out; the others drop the flag before Google Benchmark sees it.
+  // Only rank 0 may write --benchmark_out; the others drop the flag before Google Benchmark sees it,
+  // and pass an empty one, which overrides a BENCHMARK_OUT variable (Google Benchmark reads it as
+  // the flag's default before main).
+  static char no_output[] = "--benchmark_out=";
   std::vector<char*> args(argv, argv + argc);
-  if (rank != 0)
+  if (rank != 0) {
     std::erase_if(args, [](const char* a) { return std::strncmp(a, "--benchmark_out", 15) == 0; });
+    args.insert(args.begin() + 1, no_output);
+  }
   int n = static_cast<int>(args.size());
   try {
     // Every rank checks the whole command line (the others' lacks --benchmark_out*), so all agree.
