@@ -20,8 +20,8 @@ void wait_for_node_peers(int spin, MPI_Comm progress) {
     return;
   }
   sched_yield();
-  int arrived = 0;
-  TB_MPI_CHECK(PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress, &arrived, MPI_STATUS_IGNORE));
+  int arrived = 0;  // a failed probe is not reported (the header says why)
+  (void)PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress, &arrived, MPI_STATUS_IGNORE);
 }
 
 struct alignas(64) NodeMax::Record {
@@ -81,6 +81,8 @@ std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
     TB_MPI_CHECK(PMPI_Win_free(&window));
     return nullptr;
   }
+  MPI_Comm probed = MPI_COMM_NULL;
+  TB_MPI_CHECK(PMPI_Comm_dup(comm, &probed));
   MPI_Aint got = 0;
   int unit = 0;
   void* base = nullptr;
@@ -101,17 +103,18 @@ std::unique_ptr<NodeMax> NodeMax::create(MPI_Comm comm) {
   TB_MPI_CHECK(PMPI_Win_sync(window));
   TB_MPI_CHECK(PMPI_Barrier(comm));
   TB_MPI_CHECK(PMPI_Win_sync(window));
-  return std::unique_ptr<NodeMax>(new NodeMax(comm, window, records, rank, size));
+  return std::unique_ptr<NodeMax>(new NodeMax(probed, window, records, rank, size));
 #endif
 }
 
-NodeMax::NodeMax(MPI_Comm comm, MPI_Win window, Record* records, int rank, int size)
-    : comm_(comm), window_(window), records_(records), rank_(rank), size_(size) {}
+NodeMax::NodeMax(MPI_Comm probed, MPI_Win window, Record* records, int rank, int size)
+    : probed_(probed), window_(window), records_(records), rank_(rank), size_(size) {}
 
 // Errors are not reported: a destructor cannot throw, and the window goes with the process anyway.
 NodeMax::~NodeMax() {
   PMPI_Win_unlock_all(window_);
   PMPI_Win_free(&window_);
+  PMPI_Comm_free(&probed_);
 }
 
 NodeMax::Values NodeMax::max(const Values& mine) {
@@ -126,7 +129,7 @@ NodeMax::Values NodeMax::max(const Values& mine) {
     if (r == rank_) continue;
     Record& peer = records_[r];
     std::atomic_ref<std::int64_t> published(peer.call);
-    for (int spin = 0; published.load(std::memory_order_acquire) < call; ++spin) wait_for_node_peers(spin, comm_);
+    for (int spin = 0; published.load(std::memory_order_acquire) < call; ++spin) wait_for_node_peers(spin, probed_);
     for (int v = 0; v < kValues; ++v)
       out[v] = std::max(out[v], std::atomic_ref<std::int64_t>(peer.slots[slot][v]).load(std::memory_order_relaxed));
   }

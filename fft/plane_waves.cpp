@@ -45,7 +45,8 @@ std::vector<PlaneWave> random_plane_waves(const std::vector<std::int64_t>& shape
     // The first wave varies along every axis that has two points or more (k from 1): an input
     // constant along an axis would hide a permutation along it.
     const std::int64_t lowest = j == 0 ? 1 : 0;
-    for (auto n : shape) w.k.push_back(std::uniform_int_distribution<std::int64_t>(std::min(lowest, n - 1), n - 1)(gen));
+    for (auto n : shape)
+      w.k.push_back(std::uniform_int_distribution<std::int64_t>(std::min(lowest, n - 1), n - 1)(gen));
     w.c = std::polar(mag(gen), phase(gen));
     waves.push_back(std::move(w));
   }

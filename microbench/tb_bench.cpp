@@ -566,7 +566,7 @@ int main(int argc, char** argv) {
   }
   int n = static_cast<int>(args.size());
   try {
-    // Every rank checks the whole command line (the others' lacks --benchmark_out*), so all agree.
+    // Every rank checks the command line as given (not its args, which differ off rank 0), so all agree.
     tb::check_benchmark_flags(std::vector<char*>(argv, argv + argc));
   } catch (const std::invalid_argument& e) {
     if (rank == 0) std::fprintf(stderr, "tb-bench: error: %s\n", e.what());

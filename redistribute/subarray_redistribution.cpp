@@ -61,7 +61,7 @@ struct ArrayAgreement {
 
 ArrayAgreement* create_agreement(MPI_Comm comm) {
   auto agreement = std::make_unique<ArrayAgreement>();
-  if (node_layout(comm).nodes == 1) agreement->node_max = NodeMax::create(private_comm(comm));
+  if (node_layout(comm).nodes == 1) agreement->node_max = NodeMax::create(comm);
   return agreement.release();
 }
 

@@ -28,11 +28,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace tb {
 namespace {
@@ -484,7 +486,9 @@ TEST(Conformance, AbsoluteAddressesFromMpiBottom) {
 // 0 posted before its Alltoallw; so rank 0's call meets rank 1's only if, while it waits for
 // rank 1, it keeps the MPI library progressing. Spinning on shared memory alone (node_leader's
 // node barrier, auto's agreement) waits forever here, since some libraries move a message only
-// while the receiver calls MPI. A hang is this test's failure (the ctest timeout ends it).
+// while the receiver calls MPI. Rank 1 sends once rank 0 is in its call (a sleep), since a library
+// that found the send already there when the receive was posted could move it within MPI_Irecv.
+// A hang is this test's failure (the ctest timeout ends it).
 TEST(Conformance, ARankBlockedInMpiSendMeetsTheCall) {
   const int P = test::world_size(), me = test::world_rank();
   if (P < 2) GTEST_SKIP() << "needs a second rank to block in MPI_Send";
@@ -508,7 +512,10 @@ TEST(Conformance, ARankBlockedInMpiSendMeetsTheCall) {
     std::vector<char> message(me < 2 ? kMessage : 0, me == 1 ? 'x' : 0);
     MPI_Request pending = MPI_REQUEST_NULL;
     if (me == 0) TB_MPI_CHECK(MPI_Irecv(message.data(), kMessage, MPI_CHAR, 1, 7, side, &pending));
-    if (me == 1) TB_MPI_CHECK(MPI_Send(message.data(), kMessage, MPI_CHAR, 0, 7, side));
+    if (me == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      TB_MPI_CHECK(MPI_Send(message.data(), kMessage, MPI_CHAR, 0, 7, side));
+    }
     std::fill(recv.begin(), recv.end(), -1);
     EXPECT_NO_THROW(algorithm->run(call)) << info.name;
     int wrong = 0;

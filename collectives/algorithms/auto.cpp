@@ -244,7 +244,7 @@ CallClass AutoState::agree(const CallClass& mine, MPI_Comm comm, AutoAgreement h
   NodeMax::Values out{};
   if (how == AutoAgreement::each_call && !node_max_made) {
     node_max_made = true;
-    if (layout.nodes == 1) node_max = NodeMax::create(private_comm(comm));
+    if (layout.nodes == 1) node_max = NodeMax::create(comm);
   }
   if (how == AutoAgreement::each_call && node_max) {
     out = node_max->max(in);
