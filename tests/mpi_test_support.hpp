@@ -4,11 +4,17 @@
 
 #include "collectives/settings.hpp"
 
+#include "collectives/mpi_error.hpp"
+
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace tb::test {
 
@@ -66,6 +72,49 @@ class ScopedEnv {
   const char* name_;
   bool had_ = false;
   std::string old_;
+};
+
+// A message that only its receiver's MPI progress can move, for tests of MPI's progress rule:
+// rank 0 posts a receive of 8 MiB (above every library's eager limit, so a rendezvous) from
+// rank 1, and rank 1, after a pause that lets rank 0 get into whatever waits next, blocks in the
+// matching MPI_Send. Rank 1 therefore leaves the constructor only once rank 0's library has
+// progressed that send; a library that finds the send already there when the receive is posted
+// could move it within MPI_Irecv, hence the pause. Other ranks take no part. arrived() waits for
+// the receive and says whether every byte came (true on ranks other than 0).
+class BlockedSend {
+ public:
+  explicit BlockedSend(MPI_Comm comm) : message_(rank_in(comm) < 2 ? kBytes : 0, rank_in(comm) == 1 ? 'x' : 0) {
+    const int me = rank_in(comm);
+    if (me == 0) TB_MPI_CHECK(MPI_Irecv(message_.data(), kBytes, MPI_CHAR, 1, kTag, comm, &pending_));
+    if (me == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      TB_MPI_CHECK(MPI_Send(message_.data(), kBytes, MPI_CHAR, 0, kTag, comm));
+    }
+    receiver_ = me == 0;
+  }
+  ~BlockedSend() {
+    if (pending_ != MPI_REQUEST_NULL) MPI_Wait(&pending_, MPI_STATUS_IGNORE);
+  }
+  BlockedSend(const BlockedSend&) = delete;
+  BlockedSend& operator=(const BlockedSend&) = delete;
+
+  bool arrived() {
+    TB_MPI_CHECK(MPI_Wait(&pending_, MPI_STATUS_IGNORE));
+    return !receiver_ || std::count(message_.begin(), message_.end(), 'x') == kBytes;
+  }
+
+ private:
+  static constexpr int kBytes = 8 << 20;
+  static constexpr int kTag = 7;
+  static int rank_in(MPI_Comm comm) {
+    int r = 0;
+    TB_MPI_CHECK(MPI_Comm_rank(comm, &r));
+    return r;
+  }
+
+  std::vector<char> message_;
+  MPI_Request pending_ = MPI_REQUEST_NULL;
+  bool receiver_ = false;
 };
 
 }  // namespace tb::test

@@ -318,29 +318,17 @@ TEST(NodeMax, EqualsMpiAllreduceOverManyCallsAndUnevenRanks) {
   EXPECT_EQ(last, 10000 + test::world_size() - 1);
 }
 
-// A rank waiting in max() keeps its MPI library progressing: rank 1 blocks in an MPI_Send (large
-// enough for a rendezvous) into a receive rank 0 posted before it waits, so rank 1 reaches max()
-// only through rank 0's progress. Rank 1 sends once rank 0 waits (a sleep), since a library that
-// found the send already there when the receive was posted could move it within MPI_Irecv. A
-// hang is this test's failure (the ctest timeout ends it).
+// A rank waiting in max() keeps its MPI library progressing: rank 1 blocks in an MPI_Send into a
+// receive rank 0 posted before it waits (test::BlockedSend), so rank 1 reaches max() only through
+// rank 0's progress. A hang is this test's failure (the ctest timeout ends it).
 TEST(NodeMax, WaitingKeepsTheMpiLibraryProgressing) {
   auto node_max = NodeMax::create(MPI_COMM_WORLD);
   const int me = test::world_rank();
   if (!node_max || test::world_size() < 2) GTEST_SKIP() << "needs two ranks sharing one node";
-  constexpr int kMessage = 8 << 20;  // bytes: above every library's eager limit
-  std::vector<char> message(me < 2 ? kMessage : 0, me == 1 ? 'x' : 0);
-  MPI_Request pending = MPI_REQUEST_NULL;
-  if (me == 0) TB_MPI_CHECK(MPI_Irecv(message.data(), kMessage, MPI_CHAR, 1, 7, MPI_COMM_WORLD, &pending));
-  if (me == 1) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    TB_MPI_CHECK(MPI_Send(message.data(), kMessage, MPI_CHAR, 0, 7, MPI_COMM_WORLD));
-  }
+  test::BlockedSend blocked(MPI_COMM_WORLD);
   const NodeMax::Values got = node_max->max({me, 0, 0});
   EXPECT_EQ(got[0], test::world_size() - 1);
-  TB_MPI_CHECK(MPI_Wait(&pending, MPI_STATUS_IGNORE));
-  if (me == 0) {
-    EXPECT_EQ(std::count(message.begin(), message.end(), 'x'), kMessage);
-  }
+  EXPECT_TRUE(blocked.arrived());
 }
 
 // The same with a table none of whose algorithms this build has: the built-in rule decides, and on

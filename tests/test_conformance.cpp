@@ -28,13 +28,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 namespace tb {
 namespace {
@@ -482,17 +480,14 @@ TEST(Conformance, AbsoluteAddressesFromMpiBottom) {
 }
 
 // MPI's progress rule: a send whose matching receive is posted completes, whatever else the
-// receiver does. Rank 1 blocks in an MPI_Send (large enough for a rendezvous) into a receive rank
-// 0 posted before its Alltoallw; so rank 0's call meets rank 1's only if, while it waits for
-// rank 1, it keeps the MPI library progressing. Spinning on shared memory alone (node_leader's
-// node barrier, auto's agreement) waits forever here, since some libraries move a message only
-// while the receiver calls MPI. Rank 1 sends once rank 0 is in its call (a sleep), since a library
-// that found the send already there when the receive was posted could move it within MPI_Irecv.
-// A hang is this test's failure (the ctest timeout ends it).
+// receiver does. Rank 1 blocks in an MPI_Send into a receive rank 0 posted before its Alltoallw
+// (test::BlockedSend); so rank 0's call meets rank 1's only if, while it waits for rank 1, it
+// keeps the MPI library progressing. Spinning on shared memory alone (node_leader's node barrier,
+// auto's agreement) waits forever here, since some libraries move a message only while the
+// receiver calls MPI. A hang is this test's failure (the ctest timeout ends it).
 TEST(Conformance, ARankBlockedInMpiSendMeetsTheCall) {
   const int P = test::world_size(), me = test::world_rank();
   if (P < 2) GTEST_SKIP() << "needs a second rank to block in MPI_Send";
-  constexpr int kMessage = 8 << 20;  // bytes: above every library's eager limit
   MPI_Comm side = MPI_COMM_NULL;
   TB_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &side));
   const auto n = static_cast<std::size_t>(P);
@@ -509,22 +504,13 @@ TEST(Conformance, ARankBlockedInMpiSendMeetsTheCall) {
     // A first call sets up the algorithm's state on the communicator (with MPI collectives, which
     // would progress the message); the second is the one tested.
     EXPECT_NO_THROW(algorithm->run(call)) << info.name;
-    std::vector<char> message(me < 2 ? kMessage : 0, me == 1 ? 'x' : 0);
-    MPI_Request pending = MPI_REQUEST_NULL;
-    if (me == 0) TB_MPI_CHECK(MPI_Irecv(message.data(), kMessage, MPI_CHAR, 1, 7, side, &pending));
-    if (me == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      TB_MPI_CHECK(MPI_Send(message.data(), kMessage, MPI_CHAR, 0, 7, side));
-    }
+    test::BlockedSend blocked(side);
     std::fill(recv.begin(), recv.end(), -1);
     EXPECT_NO_THROW(algorithm->run(call)) << info.name;
     int wrong = 0;
     for (int p = 0; p < P; ++p) wrong += recv[p] != p * 1000 + me;
     EXPECT_EQ(wrong, 0) << info.name << " on rank " << me;
-    TB_MPI_CHECK(MPI_Wait(&pending, MPI_STATUS_IGNORE));
-    if (me == 0) {
-      EXPECT_EQ(std::count(message.begin(), message.end(), 'x'), kMessage) << info.name;
-    }
+    EXPECT_TRUE(blocked.arrived()) << info.name;
   }
   MPI_Comm_free(&side);
 }
