@@ -14,6 +14,7 @@
 #                                    (MPIR_CVAR_NUM_CLIQUES=2: ranks dealt round-robin to 2 nodes)
 #   mpich.node_leader.copy-stores.*  node_leader's copies with and without streaming stores, checked
 #                                    against the global index of each element (tb-redistribute)
+#   mpich.series.round-trip          mpich/series.sh: the series as git commits and back, byte for byte
 #
 # The algorithms the patch series (mpich/patches) adds to MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM:
 set(TB_MPICH_ALGORITHMS pairwise pack_alltoallv node_leader)
@@ -214,3 +215,9 @@ foreach(algo ${TB_MPICH_ALGORITHMS})
 endforeach()
 tb_add_mpi_test(test_conformance VARIANT native_node_leader_cliques2 RANKS 3 4 TIMEOUT 600
                 ENVIRONMENT MPIR_CVAR_ALLTOALLW_INTRA_ALGORITHM=node_leader MPIR_CVAR_NUM_CLIQUES=2)
+
+# ---- the series as git commits (mpich/series.sh) -------------------------------------------------
+# checkout then write gives the series back byte for byte; a reworded, amended commit changes only
+# its own patch; write refuses uncommitted edits and empty commits (mpich/tests/series_round_trip.sh).
+add_test(NAME mpich.series.round-trip COMMAND ${PROJECT_SOURCE_DIR}/mpich/tests/series_round_trip.sh)
+set_tests_properties(mpich.series.round-trip PROPERTIES TIMEOUT 600 LABELS "mpich-patched")
