@@ -24,6 +24,12 @@
  *                          as the algorithm carries the error to them), then meet in MPI_Barrier.
  *                          An algorithm that gave up on its exchanges after the failed own copy
  *                          left the others waiting (the test's timeout).
+ *   cvar_switch truncate-all, truncate-all-return   The same as truncate and truncate-self-return,
+ *                          with every receive of rank 0 one int too short (its own and every
+ *                          peer's): one call records several errors, each a code of its own (an
+ *                          algorithm that chained a new error onto one it had already recorded
+ *                          made MPICH's error chain a loop, in which MPI_Alltoallw or the printing
+ *                          of its stack never returned).
  *   cvar_switch inplace    MPI_IN_PLACE with an algorithm restricted to out-of-place buffers: with
  *                          MPIR_CVAR_COLLECTIVE_FALLBACK=print, MPICH says on stderr which forced
  *                          algorithm "cannot be applied" (the check generated from
@@ -47,7 +53,8 @@ static void fail(const char *what)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-/* Every rank sends two ints to every rank; rank 0 expects only one from rank `short_peer`.
+/* Every rank sends two ints to every rank; rank 0 expects only one from rank `short_peer` (from
+ * every rank when it is -1).
  * With `strided_self`, rank 0 sends itself ints 0 and 2 of its send buffer as one strided vector. */
 static int run_truncate(int short_peer, int strided_self, int fatal)
 {
@@ -64,8 +71,9 @@ static int run_truncate(int short_peer, int strided_self, int fatal)
     }
     if (size < 2)
         fail("truncate needs at least 2 ranks");
-    if (rank == 0)
-        rcounts[short_peer] = 1;
+    for (int p = 0; p < size && rank == 0; p++)
+        if (p == short_peer || short_peer < 0)
+            rcounts[p] = 1;
     MPI_Datatype stypes_self = MPI_INT, *stypes = malloc(size * sizeof(MPI_Datatype));
     for (int p = 0; p < size; p++)
         stypes[p] = MPI_INT;
@@ -174,13 +182,17 @@ int main(int argc, char **argv)
         run_truncate(0, 1, 1);
     else if (strcmp(mode, "truncate-self-return") == 0)
         run_truncate(0, 0, 0);
+    else if (strcmp(mode, "truncate-all") == 0)
+        run_truncate(-1, 0, 1);
+    else if (strcmp(mode, "truncate-all-return") == 0)
+        run_truncate(-1, 0, 0);
     else if (strcmp(mode, "inplace") == 0)
         run_inplace();
     else if (strcmp(mode, "version") == 0)
         print_version();
     else
-        fail("unknown mode (truncate, truncate-self, truncate-self-strided, truncate-self-return, inplace "
-             "or version)");
+        fail("unknown mode (truncate, truncate-self, truncate-self-strided, truncate-self-return, "
+             "truncate-all, truncate-all-return, inplace or version)");
     if (rank == 0) {
         printf("cvar_switch: ok\n");
         fflush(stdout);
