@@ -2,7 +2,7 @@
 # mpich/series.sh on a copy of the patch series: 'checkout' then 'write' gives every file back
 # byte for byte; a commit that rewords a subject and fixes up an earlier patch comes out as that
 # patch changed and the others renumbered only where they changed; and 'write' refuses a tree
-# with uncommitted edits and a commit that changes nothing, naming the problem.
+# with uncommitted edits, an empty commit, a fixup! commit and a detached HEAD, naming each.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -43,13 +43,27 @@ changed=$( (diff -rq "$root/mpich/patches" "$work/patches" || true) | wc -l)
 [ "$changed" -eq 1 ] || fail "expected only $first to change, $changed files differ"
 echo "rework: $first changed, and nothing else"
 
-# 3. Refusals.
+# 3. Refusals, each naming its reason and leaving the series as it was (no file changed, no
+# half-written *.part file).
+before=$(cd "$work/patches" && sha256sum -- *)
+refused() {  # refused REASON-PATTERN WHAT
+  local out
+  out=$("$root/mpich/series.sh" write "$work/repo" 2>&1) && fail "write accepted $2"
+  grep -q "$1" <<<"$out" || fail "write refused $2 with an unexpected message: $out"
+  [ "$(cd "$work/patches" && sha256sum -- *)" = "$before" ] || fail "write refused $2 but changed the series"
+}
 echo x >>"$work/repo/$file"
-out=$("$root/mpich/series.sh" write "$work/repo" 2>&1) && fail "write accepted uncommitted edits"
-grep -q "uncommitted changes" <<<"$out" || fail "unexpected message: $out"
+refused "uncommitted changes" "uncommitted edits"
 git_w checkout -q -- "$file"
 git_w commit -q --allow-empty -m "coll: nothing"
-out=$("$root/mpich/series.sh" write "$work/repo" 2>&1) && fail "write accepted an empty commit"
-grep -q "changes nothing" <<<"$out" || fail "unexpected message: $out"
-diff -rq "$root/mpich/patches" "$work/patches" | grep -vq "$first" && fail "a refused write changed the series"
-echo "refusals: uncommitted edits and an empty commit, named; the series untouched"
+refused "changes nothing" "an empty commit"
+git_w reset -q --hard HEAD~1
+echo "/* a fixup */" >>"$work/repo/$file"
+git_w commit -q -a -m "fixup! coll: a reworded subject"
+refused "squash it first" "a fixup! commit"
+git_w reset -q --hard HEAD~1
+git_w checkout -q --detach
+refused "detached HEAD" "a detached HEAD"
+git_w checkout -q series
+"$root/mpich/series.sh" write "$work/repo"   # still writes after all that
+echo "refusals: uncommitted edits, an empty commit, a fixup! commit, a detached HEAD; named, the series untouched"
