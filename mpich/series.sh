@@ -108,7 +108,7 @@ check_series_head() {
 }
 
 write() {
-  local commits c n=0 total subject body name file names=() files=() parts=()
+  local commits c n=0 total subject body name file other names=() files=()
   check_series_head
   mapfile -t commits < <(git -C "$dir" rev-list --reverse tb-base..HEAD)
   total=${#commits[@]}
@@ -130,7 +130,7 @@ write() {
     c=${commits[n]} file=${files[n]}
     subject=$(git -C "$dir" log -1 --format=%B "$c" | sed -n 1p)
     body=$(git -C "$dir" log -1 --format=%B "$c" | sed -e '1d' -e '/^Patch-name: /d')
-    parts+=("$patches_dir/$file.part"); cleanup+=("$patches_dir/$file.part")
+    cleanup+=("$patches_dir/$file.part")
     {
       echo "Subject: [PATCH $((n + 1))/$total] $subject"
       printf '%s\n\n' "$body"
